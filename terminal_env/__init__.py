@@ -1,0 +1,29 @@
+"""terminal-env: sandboxed, verifiable terminal tasks for agents, RL and benchmarks."""
+
+from .actions import Command, Keys, Submit, parse_action
+from .env import EnvConfig, TerminalEnv
+from .errors import (
+    ConfigError,
+    EngineUnavailableError,
+    ImageNotFoundError,
+    InfraError,
+    SandboxError,
+    SandboxGoneError,
+    SessionError,
+    TerminalEnvError,
+)
+from .registration import ENV_ID, register_envs
+from .sandbox import Sandbox, SandboxConfig
+from .session import SessionConfig, ShellSession, StepOutput
+from .task import TaskSpec
+
+__version__ = "0.1.0"
+
+register_envs()
+
+__all__ = [
+    "Command", "Keys", "Submit", "parse_action", "EnvConfig", "TerminalEnv", "ConfigError",
+    "EngineUnavailableError", "ImageNotFoundError", "InfraError", "SandboxError",
+    "SandboxGoneError", "SessionError", "TerminalEnvError", "ENV_ID", "register_envs", "Sandbox",
+    "SandboxConfig", "SessionConfig", "ShellSession", "StepOutput", "TaskSpec",
+]

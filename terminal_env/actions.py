@@ -1,0 +1,102 @@
+"""Typed actions, and their plain-text form.
+
+An action is a shell command, keystrokes, or submit. The environment also accepts plain text,
+so that its action space can honestly be a Gymnasium ``Text`` space:
+
+* ``"ls -la"``: a shell command (anything not starting with ``#!``);
+* ``"#!keys C-c"`` / ``"#!keys ':wq' Enter"``: keystrokes, shell-quoted tokens, each a key name
+  (``C-c``, ``Up``, ``Enter``, ``M-x``, ...) or literal text;
+* ``"#!submit"``: the agent declares it is done.
+
+>>> parse_action("echo hi")
+Command(kind='command', command='echo hi', timeout=None)
+>>> parse_action("#!keys ':wq' Enter")
+Keys(kind='keys', keys=[':wq', 'Enter'], literal=False, wait=1.0, quiet=0.15)
+>>> parse_action("#!submit")
+Submit(kind='submit')
+>>> parse_action({"kind": "keys", "keys": ["C-c"]}).keys
+['C-c']
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .errors import ConfigError
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Command(_Action):
+    """Type a shell command and wait for the prompt."""
+
+    kind: Literal["command"] = "command"
+    command: str
+    timeout: float | None = Field(None, gt=0, description="Seconds; default: the env's.")
+
+
+class Keys(_Action):
+    """Send keystrokes; wait until the terminal is quiet."""
+
+    kind: Literal["keys"] = "keys"
+    keys: list[str] = Field(description="Key names (C-c, Up, Enter, ...) or literal text.")
+    literal: bool = Field(False, description="Type every item as text, even key names.")
+    wait: float = Field(1.0, gt=0, le=600, description="At most this many seconds.")
+    quiet: float = Field(0.15, gt=0, le=60, description="Return after this long without output.")
+
+
+class Submit(_Action):
+    """The agent is done; the episode ends (and is verified, when a verifier is set)."""
+
+    kind: Literal["submit"] = "submit"
+
+
+Action = Annotated[Union[Command, Keys, Submit], Field(discriminator="kind")]
+_adapter: TypeAdapter[Any] = TypeAdapter(Action)
+
+KEYS_PREFIX = "#!keys"
+SUBMIT_TEXT = "#!submit"
+
+
+def parse_action(action: Any) -> Command | Keys | Submit:
+    """Accept a typed action, its dict form, or the plain-text form; raise ConfigError if bad."""
+    if isinstance(action, (Command, Keys, Submit)):
+        return action
+    if isinstance(action, str):
+        stripped = action.strip()
+        if stripped == SUBMIT_TEXT:
+            return Submit()
+        if stripped.startswith(KEYS_PREFIX + " ") or stripped == KEYS_PREFIX:
+            try:
+                tokens = shlex.split(stripped[len(KEYS_PREFIX) :])
+            except ValueError as exc:
+                raise ConfigError(
+                    f"cannot parse keys action {action!r}: {exc}. Quote text with spaces, "
+                    "e.g. #!keys 'hello world' Enter"
+                ) from None
+            if not tokens:
+                raise ConfigError("a #!keys action needs at least one key, e.g. '#!keys C-c'")
+            return Keys(keys=tokens)
+        return Command(command=action)
+    if isinstance(action, dict):
+        try:
+            return _adapter.validate_python(action)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid action {action!r}: {exc}") from None
+    raise ConfigError(
+        f"an action must be a str, a dict or a Command/Keys/Submit, got {type(action).__name__}"
+    )
+
+
+def action_to_text(action: Command | Keys | Submit) -> str:
+    """The plain-text form of an action (inverse of :func:`parse_action`)."""
+    if isinstance(action, Submit):
+        return SUBMIT_TEXT
+    if isinstance(action, Keys):
+        return KEYS_PREFIX + " " + " ".join(shlex.quote(k) for k in action.keys)
+    return action.command

@@ -1,0 +1,278 @@
+"""``TerminalEnv``: a Gymnasium environment over a Docker sandbox and a persistent shell.
+
+Contract (Gymnasium's, exactly):
+
+* ``reset(seed=None, options=None) -> (observation, info)`` starts a fresh sandbox for the task
+  (``options={"task": ...}`` switches task) and returns the instruction and the first screen;
+* ``step(action) -> (observation, reward, terminated, truncated, info)``; ``terminated`` on
+  submit, ``truncated`` when the step or time budget runs out;
+* ``render()`` in ``"ansi"`` mode returns the terminal as text; ``close()`` removes the sandbox.
+
+Observations and actions are text (``gymnasium.spaces.Text``). Actions may also be typed
+(:mod:`terminal_env.actions`). Errors inside the sandbox are observations; infrastructure errors
+raise :class:`~terminal_env.errors.InfraError` subclasses.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from typing import Any, Callable
+
+import gymnasium as gym
+from gymnasium import spaces
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .actions import Command, Keys, Submit, parse_action
+from .errors import ConfigError, SandboxGoneError
+from .keys import encode_keys
+from .sandbox import Sandbox
+from .session import SessionConfig, ShellSession, StepOutput
+from .task import TaskSpec, hello_task
+
+
+@lru_cache(maxsize=1)
+def observation_charset() -> frozenset[str]:
+    """Every character an observation may contain: the Basic Multilingual Plane without
+    surrogates and control characters, plus tab and newline. Anything else is replaced."""
+    chars = {"\t", "\n"}
+    chars.update(chr(c) for c in range(0x20, 0x7F))
+    chars.update(chr(c) for c in range(0xA0, 0xD800))
+    chars.update(chr(c) for c in range(0xE000, 0x10000))
+    return frozenset(chars)
+
+
+def fit_text(text: str, max_chars: int) -> str:
+    """Make text a member of the observation space: known characters only, bounded length."""
+    charset = observation_charset()
+    if not all(ch in charset for ch in text):
+        text = "".join(ch if ch in charset else "\ufffd" for ch in text)
+    if len(text) > max_chars:
+        marker = "\n[... observation truncated ...]\n"
+        keep = max(max_chars - len(marker), 0)
+        text = text[: keep // 2] + marker + text[len(text) - (keep - keep // 2) :]
+        text = text[:max_chars]
+    return text
+
+
+class EnvConfig(BaseModel):
+    """Budgets and limits of an episode. Validated once when the environment is made."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(100, ge=1, description="Truncate after this many steps.")
+    time_limit: float | None = Field(3600.0, gt=0, description="Episode wall-clock budget, s.")
+    command_timeout: float = Field(180.0, gt=0, description="Default per-command timeout, s.")
+    max_output_chars: int = Field(16_000, ge=200, description="Head+tail kept of one output.")
+    max_observation_chars: int = Field(64_000, ge=1000)
+    max_action_chars: int = Field(1_000_000, ge=1)
+    rows: int = Field(40, ge=5, le=500)
+    cols: int = Field(160, ge=20, le=1000)
+    screen: bool = Field(False, description="Keep a rendered screen (pyte) for render().")
+    run_id: str = "adhoc"
+    runtime: str | None = Field(None, description="OCI runtime of the sandbox, e.g. 'runsc'.")
+
+
+class TerminalEnv(gym.Env[str, str]):
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        task: Any = None,
+        *,
+        config: EnvConfig | dict[str, Any] | None = None,
+        render_mode: str | None = None,
+        verifier: Callable[[Sandbox, TaskSpec], Any] | None = None,
+        reward_fn: Callable[[Any], float] | None = None,
+        client: Any = None,
+        **overrides: Any,
+    ):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        try:
+            if isinstance(config, EnvConfig):
+                cfg = config.model_copy(update=overrides) if overrides else config
+                if overrides:
+                    cfg = EnvConfig.model_validate(cfg.model_dump())
+            else:
+                cfg = EnvConfig.model_validate({**(config or {}), **overrides})
+        except ValidationError as exc:
+            raise ConfigError(f"invalid TerminalEnv config: {exc}") from None
+        self.config = cfg
+        self.task = TaskSpec.coerce(task) if task is not None else hello_task()
+        self.render_mode = render_mode
+        self.verifier = verifier
+        self.reward_fn = reward_fn
+        self._client = client
+        charset = observation_charset()
+        self.observation_space = spaces.Text(cfg.max_observation_chars, min_length=0, charset=charset)
+        self.action_space = spaces.Text(cfg.max_action_chars, min_length=0, charset=charset)
+        self.sandbox: Sandbox | None = None
+        self.session: ShellSession | None = None
+        self._steps = 0
+        self._t0 = 0.0
+        self._done = True
+        self._last_text = ""
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        if "task" in options:
+            self.task = TaskSpec.coerce(options.pop("task"))
+        if options:
+            raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
+        self._teardown()
+        t0 = time.perf_counter()
+        sandbox = Sandbox(
+            self.task.sandbox_config(run_id=self.config.run_id, runtime=self.config.runtime),
+            client=self._client,
+        )
+        try:
+            sandbox.start()
+            t_start = time.perf_counter()
+            self._prepare(sandbox)
+            session = ShellSession(
+                sandbox,
+                SessionConfig(
+                    rows=self.config.rows,
+                    cols=self.config.cols,
+                    max_output_chars=self.config.max_output_chars,
+                    workdir=self.task.workdir,
+                ),
+            )
+            if self.config.screen:
+                session.enable_screen()
+            session.start()
+        except BaseException:
+            sandbox.remove()
+            raise
+        self.sandbox, self.session = sandbox, session
+        self._steps, self._t0, self._done = 0, time.monotonic(), False
+        self._last_text = ""
+        obs = fit_text(
+            f"{self.task.instruction.rstrip()}\n\n[terminal-env] a bash shell is ready in {session.cwd}.",
+            self.config.max_observation_chars,
+        )
+        info = {
+            "task": self.task.name,
+            "cwd": session.cwd,
+            "container": sandbox.name,
+            "timings": {
+                "sandbox_create": sandbox.timing.create,
+                "sandbox_start": sandbox.timing.start,
+                "reset_total": time.perf_counter() - t0,
+                "session_start": time.perf_counter() - t_start,
+            },
+        }
+        return obs, info
+
+    def step(self, action: Any):
+        if self._done or self.session is None:
+            raise ConfigError("the episode is over (or never started): call reset() first")
+        if isinstance(action, str) and len(action) > self.config.max_action_chars:
+            raise ConfigError(
+                f"action of {len(action)} characters exceeds max_action_chars="
+                f"{self.config.max_action_chars}"
+            )
+        act = parse_action(action)
+        self._steps += 1
+        remaining = self._time_left()
+        terminated = truncated = False
+        if isinstance(act, Submit):
+            out = None
+            terminated = True
+            text = "[terminal-env] submitted."
+        else:
+            out = self._act(act, remaining)
+            text = out.text()
+            if out.exit_code not in (None, 0):
+                text += f"\n[exit code {out.exit_code}]"
+        if not terminated:
+            if self._steps >= self.config.max_steps:
+                truncated = True
+                text += f"\n[terminal-env] step budget of {self.config.max_steps} used up."
+            elif self._time_left() <= 0:
+                truncated = True
+                text += f"\n[terminal-env] time budget of {self.config.time_limit:g} s used up."
+        info = self._info(out, act)
+        reward = 0.0
+        if terminated or truncated:
+            self._done = True
+            reward, info["verification"] = self._verify()
+        self._last_text = text
+        return fit_text(text, self.config.max_observation_chars), reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        if self.session is not None and self.session.screen_text() is not None:
+            return self.session.screen_text()
+        return self._last_text
+
+    def close(self) -> None:
+        self._teardown()
+        super().close()
+
+    # ------------------------------------------------------------------ helpers
+    def _prepare(self, sandbox: Sandbox) -> None:
+        if self.task.files:
+            sandbox.write_files(self.task.files)
+        for cmd in self.task.setup:
+            res = sandbox.exec(cmd, user="root", timeout=self.task.setup_timeout, workdir=self.task.workdir)
+            if res.exit_code != 0:
+                raise ConfigError(
+                    f"setup command of task {self.task.name!r} failed (exit {res.exit_code}): "
+                    f"{cmd!r}\n{res.output[-2000:]}"
+                )
+
+    def _time_left(self) -> float:
+        if self.config.time_limit is None:
+            return float("inf")
+        return self.config.time_limit - (time.monotonic() - self._t0)
+
+    def _act(self, act: Command | Keys, remaining: float) -> StepOutput:
+        assert self.session is not None
+        try:
+            if isinstance(act, Command):
+                timeout = min(act.timeout or self.config.command_timeout, max(remaining, 1.0))
+                return self.session.run(act.command, timeout=timeout)
+            data = encode_keys(act.keys, literal=act.literal)
+            return self.session.send_keys(data, wait=min(act.wait, max(remaining, 0.1)), quiet=act.quiet)
+        except SandboxGoneError:
+            self._done = True
+            raise
+
+    def _info(self, out: StepOutput | None, act: Any) -> dict[str, Any]:
+        info: dict[str, Any] = {"step": self._steps, "action_kind": act.kind}
+        if out is not None:
+            info.update(
+                exit_code=out.exit_code,
+                cwd=out.cwd,
+                duration=out.duration,
+                output_bytes=out.output_bytes,
+                truncated=out.truncated,
+                timed_out=out.timed_out,
+                busy=out.busy,
+                shell_restarted=out.shell_restarted,
+                notes=list(out.notes),
+            )
+        info["elapsed"] = time.monotonic() - self._t0
+        return info
+
+    def _verify(self) -> tuple[float, Any]:
+        if self.verifier is None or self.sandbox is None:
+            return 0.0, None
+        result = self.verifier(self.sandbox, self.task)
+        if self.reward_fn is not None:
+            return float(self.reward_fn(result)), result
+        return float(getattr(result, "reward", 0.0) or 0.0), result
+
+    def _teardown(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+        if self.sandbox is not None:
+            self.sandbox.remove()
+            self.sandbox = None
+        self._done = True

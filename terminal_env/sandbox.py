@@ -1,0 +1,382 @@
+"""One Docker container per episode: limits, labels, no network by default, exec, files, cleanup.
+
+The sandbox layer knows nothing about terminals or tasks. It starts a container that idles
+(``sleep infinity`` under an init process), runs stateless commands in it with the timeout
+enforced *inside* the container, copies files in and out, and removes the container however the
+owning process ends (context manager, ``atexit``, SIGTERM/SIGHUP, and ``terminal-env gc`` for the
+cases no handler survives, such as SIGKILL).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import shlex
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, Mapping
+
+import docker
+import docker.errors
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import cleanup
+from .engine import get_client
+from .errors import ConfigError, ImageNotFoundError, SandboxError, SandboxGoneError
+from .output import OutputBuffer
+
+LABEL_PREFIX = "terminal-env"
+LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
+
+
+class SandboxConfig(BaseModel):
+    """What a sandbox container looks like. Validated once, before anything starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str = Field(description="Image reference; must exist locally (nothing is pulled).")
+    cpus: float = Field(1.0, gt=0, le=256, description="CPU share (docker --cpus).")
+    memory_mb: int = Field(2048, ge=16, description="Memory limit; no swap beyond it (OOM kill).")
+    pids_limit: int = Field(1024, ge=16, description="Maximum number of processes.")
+    network: bool = Field(False, description="Give the container a network (default: only lo).")
+    workdir: str | None = Field(None, description="Working directory; default: the image's.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    user: str | None = Field(None, description="User the agent's shell runs as; default: image's.")
+    runtime: str | None = Field(None, description="OCI runtime, e.g. 'runsc' for gVisor.")
+    hostname: str = "sandbox"
+    run_id: str = Field("adhoc", description="Run identifier, recorded as a label.")
+    task: str = Field("adhoc", description="Task name, recorded as a label.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra labels.")
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.workdir is not None and not self.workdir.startswith("/"):
+            raise ConfigError(f"SandboxConfig.workdir must be absolute, got {self.workdir!r}")
+
+
+@dataclass
+class ExecResult:
+    """Result of a stateless command run in the sandbox."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    duration: float
+    stdout_total: int = 0
+    stderr_total: int = 0
+
+    @property
+    def output(self) -> str:
+        return (self.stdout + self.stderr).decode("utf-8", errors="replace")
+
+
+@dataclass
+class _Timing:
+    create: float = 0.0
+    start: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _container_name(task: str) -> str:
+    slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", task).strip("-.")[:40] or "task"
+    return f"te-{slug}-{secrets.token_hex(4)}"
+
+
+class Sandbox:
+    """A running container for one episode.
+
+    >>> with Sandbox(SandboxConfig(image="terminal-env/base:bookworm-1")) as sb:  # doctest: +SKIP
+    ...     sb.exec("echo hi").stdout
+    b'hi\\n'
+    """
+
+    #: exit code of coreutils ``timeout`` when the limit was hit
+    TIMEOUT_EXIT = 124
+
+    def __init__(self, config: SandboxConfig, client: docker.DockerClient | None = None):
+        self.config = config
+        self.client = client or get_client()
+        self.container: Any = None
+        self.name = _container_name(config.task)
+        self.timing = _Timing()
+        self._removed = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "Sandbox":
+        cfg = self.config
+        try:
+            self.client.images.get(cfg.image)
+        except docker.errors.ImageNotFound:
+            raise ImageNotFoundError(
+                f"image {cfg.image!r} is not in the local Docker engine and nothing is pulled. "
+                "Build it (`docker build -t ...`) or, for the project's base image, run "
+                "`terminal-env images bootstrap`."
+            ) from None
+        labels = {
+            LABEL_MANAGED: "1",
+            f"{LABEL_PREFIX}.run": cfg.run_id,
+            f"{LABEL_PREFIX}.task": cfg.task,
+            **cleanup.owner_labels(),
+            **cfg.labels,
+        }
+        kwargs: dict[str, Any] = dict(
+            image=cfg.image,
+            entrypoint=["sleep", "infinity"],
+            command=[],
+            name=self.name,
+            hostname=cfg.hostname,
+            labels=labels,
+            detach=True,
+            init=True,
+            nano_cpus=int(cfg.cpus * 1e9),
+            mem_limit=f"{cfg.memory_mb}m",
+            memswap_limit=f"{cfg.memory_mb}m",
+            pids_limit=cfg.pids_limit,
+            environment=dict(cfg.env),
+            security_opt=["no-new-privileges"],
+            stop_signal="SIGKILL",
+        )
+        if not cfg.network:
+            kwargs["network_mode"] = "none"
+        if cfg.workdir:
+            kwargs["working_dir"] = cfg.workdir
+        if cfg.runtime:
+            kwargs["runtime"] = cfg.runtime
+        t0 = time.perf_counter()
+        try:
+            self.container = self.client.containers.create(**kwargs)
+        except docker.errors.APIError as exc:
+            raise SandboxError(
+                f"could not create a container from {cfg.image!r}: {exc.explanation or exc}"
+            ) from None
+        # Registered before start: if start fails or we are killed now, cleanup still finds it.
+        cleanup.register(self)
+        t1 = time.perf_counter()
+        try:
+            self.container.start()
+        except docker.errors.APIError as exc:
+            self.remove()
+            hint = ""
+            if cfg.runtime:
+                hint = f" Is the runtime {cfg.runtime!r} registered in the engine's daemon.json?"
+            raise SandboxError(
+                f"could not start a container from {cfg.image!r}: {exc.explanation or exc}.{hint}"
+            ) from None
+        self.timing.create = t1 - t0
+        self.timing.start = time.perf_counter() - t1
+        if cfg.workdir:
+            # The image may not have the directory; make it so that the shell can start there.
+            self.exec(["mkdir", "-p", cfg.workdir], user="root", timeout=30)
+        return self
+
+    @property
+    def id(self) -> str:
+        if self.container is None:
+            raise SandboxError("the sandbox is not started; call start() or use it as a context")
+        return self.container.id
+
+    def status(self) -> str:
+        """The engine's state of the container ('running', 'exited', ... or 'removed')."""
+        if self.container is None:
+            return "created"
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return "removed"
+        return self.container.status
+
+    def check_alive(self) -> None:
+        """Raise :class:`SandboxGoneError` naming the cause if the container is not running."""
+        state = self.status()
+        if state == "running":
+            return
+        detail = ""
+        if state != "removed":
+            st = self.container.attrs.get("State", {})
+            detail = f" (exit code {st.get('ExitCode')}, OOM killed: {st.get('OOMKilled')})"
+        raise SandboxGoneError(
+            f"sandbox container {self.name} is {state}{detail}: it was stopped or removed from "
+            "outside the episode. Reset the environment to start a new sandbox."
+        )
+
+    def stop(self) -> None:
+        if self.container is not None and not self._removed:
+            try:
+                self.container.kill()
+            except docker.errors.APIError:
+                pass
+
+    def remove(self) -> None:
+        """Remove the container (idempotent, never raises for a container already gone)."""
+        if self.container is None or self._removed:
+            return
+        self._removed = True
+        cleanup.unregister(self)
+        try:
+            self.container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise SandboxError(f"could not remove container {self.name}: {exc}") from None
+
+    close = remove
+
+    def __enter__(self) -> "Sandbox":
+        if self.container is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+    # ------------------------------------------------------------------ commands
+    def exec(
+        self,
+        cmd: str | list[str],
+        *,
+        timeout: float | None = 600,
+        user: str | None = None,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        output_limit: int = 1024 * 1024,
+    ) -> ExecResult:
+        """Run a command to completion, statelessly (a string runs under ``bash -c``).
+
+        The timeout is enforced inside the container with coreutils ``timeout`` (TERM, then KILL
+        5 s later), so the process cannot outlive it even if this client goes away. A timed-out
+        command returns ``timed_out=True`` and exit code 124. Output keeps head and tail up to
+        ``output_limit`` bytes per stream.
+        """
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        if timeout is not None:
+            argv = ["timeout", "-k", "5", f"{max(timeout, 0.01):.3f}", *argv]
+        api = self.client.api
+        t0 = time.perf_counter()
+        try:
+            exec_id = api.exec_create(
+                self.id,
+                argv,
+                stdout=True,
+                stderr=True,
+                user=user if user is not None else (self.config.user or ""),
+                workdir=workdir,
+                environment=dict(env) if env else None,
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+            out = OutputBuffer(output_limit // 2, output_limit // 2)
+            err = OutputBuffer(output_limit // 2, output_limit // 2)
+            for chunk_out, chunk_err in stream:
+                if chunk_out:
+                    out.feed(chunk_out)
+                if chunk_err:
+                    err.feed(chunk_err)
+            code = api.exec_inspect(exec_id).get("ExitCode")
+        except docker.errors.NotFound:
+            self.check_alive()
+            raise
+        except docker.errors.APIError as exc:
+            self.check_alive()
+            raise SandboxError(f"exec in {self.name} failed: {exc.explanation or exc}") from None
+        code = -1 if code is None else int(code)
+        duration = time.perf_counter() - t0
+        return ExecResult(
+            exit_code=code,
+            stdout=out.getvalue(),
+            stderr=err.getvalue(),
+            # 124: TERM at the limit worked; 137: KILL was needed. A command that exits 124/137
+            # on its own before the limit is not a timeout.
+            timed_out=timeout is not None and code in (124, 137) and duration >= timeout * 0.98,
+            duration=duration,
+            stdout_total=out.total,
+            stderr_total=err.total,
+        )
+
+    # ------------------------------------------------------------------ files
+    def write_files(
+        self, files: Mapping[str, bytes | str], *, mode: int = 0o644, uid: int = 0, gid: int = 0
+    ) -> None:
+        """Write files given as {absolute path: content}; parent directories are created."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            seen_dirs: set[str] = set()
+            for path, content in files.items():
+                p = PurePosixPath(path)
+                if not p.is_absolute():
+                    raise ConfigError(f"write_files needs absolute paths, got {path!r}")
+                for parent in reversed(p.parents[:-1]):
+                    if str(parent) not in seen_dirs:
+                        seen_dirs.add(str(parent))
+                        info = tarfile.TarInfo(str(parent).lstrip("/"))
+                        info.type, info.mode = tarfile.DIRTYPE, 0o755
+                        info.mtime = int(time.time())
+                        tar.addfile(info)
+                data = content.encode() if isinstance(content, str) else content
+                info = tarfile.TarInfo(str(p).lstrip("/"))
+                info.size, info.mode, info.uid, info.gid = len(data), mode, uid, gid
+                info.mtime = int(time.time())
+                tar.addfile(info, io.BytesIO(data))
+        self._put_archive("/", buf.getvalue())
+
+    def copy_in(self, src: str | os.PathLike[str], dest: str) -> None:
+        """Copy a host file or directory to ``dest`` (a directory in the container, created)."""
+        src = os.fspath(src)
+        if not os.path.exists(src):
+            raise ConfigError(f"copy_in: {src!r} does not exist on the host")
+        self.exec(["mkdir", "-p", dest], user="root", timeout=30)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            if os.path.isdir(src):
+                for entry in sorted(os.listdir(src)):
+                    tar.add(os.path.join(src, entry), arcname=entry)
+            else:
+                tar.add(src, arcname=os.path.basename(src))
+        self._put_archive(dest, buf.getvalue())
+
+    def read_file(self, path: str, *, limit: int = 64 * 1024 * 1024) -> bytes:
+        """Read one regular file from the container (raises FileNotFoundError if absent)."""
+        try:
+            stream, stat = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(f"{path} (in sandbox {self.name})") from None
+        if stat.get("size", 0) > limit:
+            raise SandboxError(f"{path} in the sandbox is {stat['size']} bytes, over {limit}")
+        data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise IsADirectoryError(f"{path} (in sandbox {self.name}) is not a regular file")
+            fh = tar.extractfile(member)
+            return fh.read() if fh else b""
+
+    def copy_out(self, path: str, dest: str | os.PathLike[str]) -> None:
+        """Copy a file or directory from the container into the host directory ``dest``."""
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(f"{path} (in sandbox {self.name})") from None
+        os.makedirs(dest, exist_ok=True)
+        data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
+
+    def _put_archive(self, dest: str, data: bytes) -> None:
+        try:
+            ok = self.container.put_archive(dest, data)
+        except docker.errors.APIError as exc:
+            self.check_alive()
+            raise SandboxError(f"copy into {self.name}:{dest} failed: {exc}") from None
+        if not ok:
+            raise SandboxError(f"copy into {self.name}:{dest} was refused by the engine")
+
+    def __repr__(self) -> str:
+        return f"Sandbox(name={self.name!r}, image={self.config.image!r})"
+
+
+def quote(argv: list[str]) -> str:
+    """Shell-quote an argument list (for messages and for ``bash -c``)."""
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,454 @@
+"""One persistent bash in a PTY inside the sandbox, driven with pexpect.
+
+The shell runs as a ``docker exec`` with a TTY. We talk to the engine's hijacked exec socket
+directly through :class:`pexpect.fdpexpect.fdspawn` rather than through a ``docker exec -it``
+client process: one socket per session instead of a ~30 MB Go process, and one hop less.
+
+Completion of a command is detected without sleeping: ``PROMPT_COMMAND`` prints a sentinel that
+carries a per-session nonce, the exit code and the working directory, and resets ``PS1``/``PS2``
+to empty each time, so a ``venv`` activation or an agent's ``PS1=...`` cannot break detection.
+
+Defences, in the order they are tried when something goes wrong:
+
+* a command that does not finish in time gets Ctrl-C; if that does not bring the prompt back,
+  the terminal's foreground process group is killed (found through ``/proc`` by a separate
+  exec, since Ctrl-C may be disabled by ``stty -isig``); if even that fails the shell is
+  respawned. Each step says in its notes what was done.
+* a shell that exits (``exit``, ``kill -9 $$``, ``exec`` of a program that ends) is respawned.
+* output is read in chunks into a bounded head+tail buffer, so floods and endless lines use
+  constant memory; a per-step output cap interrupts a command that never stops printing.
+* long or multi-line commands are delivered as a file and sourced, so the TTY's 4 KiB line
+  limit and the shell's continuation prompts never split or swallow them.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import docker.errors
+import pexpect
+from pexpect import fdpexpect
+
+from .errors import SandboxGoneError, SessionError
+from .output import OutputBuffer, clean_text, truncate_middle
+from .sandbox import Sandbox
+
+# Typed directly: single line commands up to this size. Longer ones go through a file.
+_TYPE_LIMIT = 1024
+_CMD_DIR = "/tmp/.terminal-env"
+_WINDOW = 8192  # bytes kept unsearched at the end of the stream, to find a split sentinel
+
+
+@dataclass
+class SessionConfig:
+    rows: int = 40
+    cols: int = 160
+    max_output_chars: int = 16_000
+    head_fraction: float = 0.5
+    #: a command printing more than this is interrupted (its output is still head+tail)
+    output_cap_bytes: int = 256 * 1024 * 1024
+    #: seconds to wait for the prompt after each escalation step
+    grace: float = 2.0
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: str | None = None
+    user: str | None = None
+    shell: str = "bash"
+
+
+@dataclass
+class StepOutput:
+    """What one command or keystroke action produced."""
+
+    output: str  #: clean text for a model, truncated head+tail
+    raw: bytes  #: raw bytes (head and tail if large), sentinel removed
+    exit_code: int | None  #: None when the shell did not come back to its prompt
+    cwd: str | None
+    duration: float
+    output_bytes: int  #: bytes produced in total
+    truncated: bool  #: clean text was cut in the middle
+    timed_out: bool = False
+    busy: bool = False  #: a foreground program is still running (e.g. an editor or REPL)
+    shell_restarted: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """Output and notes as one text, the way the environment shows it."""
+        parts = [self.output] if self.output else []
+        parts += [f"[terminal-env] {n}" for n in self.notes]
+        return "\n".join(parts)
+
+
+class _ShellDied(Exception):
+    pass
+
+
+class ShellSession:
+    """A persistent interactive bash in a sandbox.
+
+    ``run(cmd)`` types a command and returns when the prompt is back; ``send_keys(keys)`` sends
+    raw keystrokes and returns when the terminal has been quiet for a moment.
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        config: SessionConfig | None = None,
+        *,
+        on_output: Callable[[bytes], None] | None = None,
+        on_input: Callable[[bytes], None] | None = None,
+    ):
+        self.sandbox = sandbox
+        self.config = config or SessionConfig()
+        self.on_output = on_output
+        self.on_input = on_input
+        self.cwd: str | None = None
+        self.shell_pid: int | None = None
+        self.busy = False
+        self.restarts = 0
+        self._proc: fdpexpect.fdspawn | None = None
+        self._sock = None
+        self._exec_id: str | None = None
+        self._nonce = ""
+        self._marker: re.Pattern[bytes] | None = None
+        self._pending = b""
+        self._cmd_n = 0
+        self._screen = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "ShellSession":
+        cfg = self.config
+        api = self.sandbox.client.api
+        self._nonce = secrets.token_hex(8)
+        self._marker = re.compile(
+            rb"\x1eTE" + self._nonce.encode() + rb":(\d+):(\d+):([^\x1f]{0,4096})\x1f\r?\n"
+        )
+        env = {"TERM": "xterm-256color", "PAGER": "cat", "GIT_PAGER": "cat", "LANG": "C.UTF-8"}
+        env.update(cfg.env)
+        try:
+            self._exec_id = api.exec_create(
+                self.sandbox.id,
+                [cfg.shell, "--noprofile", "--norc", "--noediting", "-i"],
+                stdin=True,
+                tty=True,
+                user=cfg.user if cfg.user is not None else (self.sandbox.config.user or ""),
+                workdir=cfg.workdir or self.sandbox.config.workdir,
+                environment=env,
+            )["Id"]
+            self._sock = api.exec_start(self._exec_id, tty=True, socket=True)
+            api.exec_resize(self._exec_id, height=cfg.rows, width=cfg.cols)
+        except docker.errors.APIError as exc:
+            self.sandbox.check_alive()
+            raise SessionError(f"could not start a shell in {self.sandbox.name}: {exc}") from None
+        raw_sock = getattr(self._sock, "_sock", self._sock)
+        self._proc = fdpexpect.fdspawn(raw_sock.fileno(), timeout=30, use_poll=True)
+        self._pending = b""
+        # One line sets up the prompt protocol. The line itself is echoed (echo is still on
+        # when it is typed); everything before the first sentinel is discarded.
+        pc = (
+            "__TE_RC=$?; printf '\\036TE%s:%d:%d:%s\\037\\n' "
+            f"{self._nonce} \"$__TE_RC\" $$ \"$PWD\"; PS1=''; PS2=''"
+        )
+        setup = (
+            f"stty -echo cols {cfg.cols} rows {cfg.rows} 2>/dev/null; unset HISTFILE; "
+            f"PROMPT_COMMAND=\"{pc}\"\n"
+        )
+        self._write(setup.encode())
+        buf = OutputBuffer(4096, 4096)
+        m = self._read_until(time.monotonic() + 30, buf)
+        if m is None:
+            tail = clean_text(buf.getvalue())[-500:]
+            self.close()
+            raise SessionError(
+                f"the shell in {self.sandbox.name} did not show its prompt within 30 s "
+                f"(is `{cfg.shell}` installed in the image?). Last output: {tail!r}"
+            )
+        self.shell_pid = int(m.group(2))
+        self.cwd = m.group(3).decode("utf-8", "replace")
+        self.busy = False
+        return self
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+        self._sock = None
+        self._proc = None
+
+    # ------------------------------------------------------------------ low level I/O
+    def _write(self, data: bytes) -> None:
+        assert self._proc is not None
+        if self.on_input is not None:
+            self.on_input(data)
+        try:
+            self._proc.send(data)
+        except OSError as exc:
+            raise _ShellDied(str(exc)) from None
+
+    def _emit(self, buf: OutputBuffer, data: bytes) -> None:
+        if data:
+            buf.feed(data)
+            if self.on_output is not None:
+                self.on_output(data)
+
+    def _read_until(
+        self, deadline: float, buf: OutputBuffer, *, quiet: float | None = None
+    ) -> re.Match[bytes] | None:
+        """Read into ``buf`` until the sentinel (returned), the deadline, the output cap, or
+        ``quiet`` seconds without output (both return None). Raises _ShellDied on EOF."""
+        assert self._proc is not None and self._marker is not None
+        cap = self.config.output_cap_bytes
+        while True:
+            m = self._marker.search(self._pending)
+            if m:
+                self._emit(buf, self._pending[: m.start()])
+                # What follows the sentinel belongs to the next read (e.g. a background job).
+                self._pending = self._pending[m.end() :]
+                return m
+            if len(self._pending) > _WINDOW:
+                self._emit(buf, self._pending[:-_WINDOW])
+                self._pending = self._pending[-_WINDOW:]
+            now = time.monotonic()
+            if now >= deadline or buf.total > cap:
+                return None
+            wait = deadline - now if quiet is None else min(quiet, deadline - now)
+            try:
+                chunk = self._proc.read_nonblocking(65536, timeout=wait)
+            except pexpect.TIMEOUT:
+                if quiet is not None:
+                    return None
+                continue
+            except (pexpect.EOF, OSError):
+                self._emit(buf, self._pending)
+                self._pending = b""
+                raise _ShellDied("end of file") from None
+            self._pending += chunk
+
+    def _flush_pending(self, buf: OutputBuffer) -> None:
+        self._emit(buf, self._pending)
+        self._pending = b""
+
+    # ------------------------------------------------------------------ actions
+    def run(self, command: str, timeout: float = 180.0) -> StepOutput:
+        """Run one shell command and wait for the prompt (at most ``timeout`` seconds)."""
+        if self.busy:
+            out = self.send_keys(command.encode() + b"\r", wait=min(timeout, 5.0))
+            out.notes.insert(
+                0,
+                "a program was still running in the foreground, so the command was typed "
+                "into it; send keys (for example C-c) to leave it.",
+            )
+            return out
+        t0 = time.monotonic()
+        buf = self._new_buffer()
+        notes: list[str] = []
+        try:
+            self._write(self._command_line(command))
+            m = self._read_until(t0 + timeout, buf)
+            timed_out = m is None
+            if m is None:
+                m = self._escalate(buf, notes, timeout, capped=buf.total > self.config.output_cap_bytes)
+        except _ShellDied:
+            return self._after_death(buf, notes, t0)
+        return self._result(buf, m, t0, notes, timed_out=timed_out, echo_of=command)
+
+    def send_keys(self, keys: bytes, *, wait: float = 1.0, quiet: float = 0.15) -> StepOutput:
+        """Send raw keystrokes; return once output has been quiet for ``quiet`` seconds (or the
+        prompt came back, or ``wait`` seconds passed)."""
+        t0 = time.monotonic()
+        buf = self._new_buffer()
+        notes: list[str] = []
+        try:
+            self._write(keys)
+            m = self._read_until(t0 + wait, buf, quiet=quiet)
+            if m is None:
+                # Collect more while output keeps coming, up to ``wait``.
+                while time.monotonic() < t0 + wait:
+                    before = buf.total + len(self._pending)
+                    m = self._read_until(t0 + wait, buf, quiet=quiet)
+                    if m is not None or buf.total + len(self._pending) == before:
+                        break
+        except _ShellDied:
+            return self._after_death(buf, notes, t0)
+        if m is None:
+            self._flush_pending(buf)
+            self.busy = True
+        return self._result(buf, m, t0, notes)
+
+    def interrupt(self) -> StepOutput:
+        """Ctrl-C, then the same escalation as a timed-out command."""
+        t0 = time.monotonic()
+        buf, notes = self._new_buffer(), []
+        try:
+            m = self._escalate(buf, notes, None)
+        except _ShellDied:
+            return self._after_death(buf, notes, t0)
+        return self._result(buf, m, t0, notes)
+
+    # ------------------------------------------------------------------ internals
+    def _new_buffer(self) -> OutputBuffer:
+        # Raw bytes: keep generously more than the clean text needs (escapes are dropped).
+        n = max(4 * self.config.max_output_chars, 16384)
+        return OutputBuffer(n, n)
+
+    def _command_line(self, command: str) -> bytes:
+        data = command.encode("utf-8", errors="surrogateescape")
+        single = b"\n" not in data and b"\r" not in data
+        has_ctrl = any(b < 32 and b != 9 for b in data)
+        if single and len(data) <= _TYPE_LIMIT and not has_ctrl:
+            return data + b"\n"
+        # Deliver through a file: the TTY would cut lines over 4 KiB and run each line as
+        # its own command (one sentinel each). `source` runs it in this shell, so cd and
+        # variables persist exactly as if typed. The file removes itself first.
+        self._cmd_n += 1
+        path = f"{_CMD_DIR}/cmd-{self._nonce}-{self._cmd_n}.sh"
+        self.sandbox.exec(["mkdir", "-p", "-m", "1777", _CMD_DIR], user="root", timeout=30)
+        self.sandbox.write_files({path: b'rm -f -- "${BASH_SOURCE[0]}"\n' + data + b"\n"}, mode=0o666)
+        return f". {path}\n".encode()
+
+    def _escalate(
+        self, buf: OutputBuffer, notes: list[str], timeout: float | None, capped: bool = False
+    ) -> re.Match[bytes] | None:
+        grace = self.config.grace
+        if capped:
+            notes.append(
+                f"output exceeded {self.config.output_cap_bytes} bytes; the command was interrupted."
+            )
+        elif timeout is not None:
+            notes.append(f"command timed out after {timeout:g} s.")
+        self._write(b"\x03")
+        m = self._read_until(time.monotonic() + grace, buf)
+        if m is not None:
+            notes.append("interrupted with Ctrl-C.")
+            return m
+        # Ctrl-C did not bring the prompt back (ignored SIGINT, stty -isig, a REPL...).
+        pgid = self._foreground_pgid()
+        if pgid and pgid != self.shell_pid:
+            self.sandbox.exec(["kill", "-9", "--", f"-{pgid}"], user="root", timeout=10)
+            m = self._read_until(time.monotonic() + grace, buf)
+            if m is not None:
+                notes.append(f"Ctrl-C did not stop it; killed its process group {pgid}.")
+                return m
+        notes.append("the shell did not respond; it was killed and a new shell was started.")
+        self._flush_pending(buf)
+        self._respawn()
+        return None
+
+    def _foreground_pgid(self) -> int | None:
+        if not self.shell_pid:
+            return None
+        res = self.sandbox.exec(
+            ["cat", f"/proc/{self.shell_pid}/stat"], user="root", timeout=10
+        )
+        stat = res.stdout
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        try:
+            return int(fields[5])  # tpgid: the terminal's foreground process group
+        except (IndexError, ValueError):
+            return None
+
+    def _respawn(self) -> None:
+        old_pid = self.shell_pid
+        self.close()
+        self.sandbox.check_alive()
+        if old_pid:
+            self.sandbox.exec(["kill", "-9", str(old_pid)], user="root", timeout=10)
+        self.restarts += 1
+        self.start()
+
+    def _after_death(self, buf: OutputBuffer, notes: list[str], t0: float) -> StepOutput:
+        self._flush_pending(buf)
+        self.sandbox.check_alive()  # a dead container is an infrastructure error, not data
+        code = self._shell_exit_code()
+        self.close()
+        self.restarts += 1
+        self.start()
+        notes.append(
+            f"the shell exited (exit code {code}); a new shell was started in {self.cwd}. "
+            "Variables and the working directory were reset."
+        )
+        out = self._result(buf, None, t0, notes)
+        out.shell_restarted = True
+        return out
+
+    def _shell_exit_code(self) -> int | None:
+        for _ in range(20):
+            info = self.sandbox.client.api.exec_inspect(self._exec_id)
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.01)
+        return None
+
+    def _result(
+        self,
+        buf: OutputBuffer,
+        m: re.Match[bytes] | None,
+        t0: float,
+        notes: list[str],
+        *,
+        timed_out: bool = False,
+        echo_of: str | None = None,
+    ) -> StepOutput:
+        exit_code = None
+        restarted = False
+        if m is not None:
+            exit_code = int(m.group(1))
+            self.cwd = m.group(3).decode("utf-8", "replace")
+            self.busy = False
+            if int(m.group(2)) != self.shell_pid:
+                self.shell_pid = int(m.group(2))
+        elif any("new shell" in n for n in notes):
+            restarted = True
+        raw = buf.getvalue()
+        if echo_of is not None:
+            # If the agent turned echo back on (stty echo / sane), drop the echoed command.
+            echoed = echo_of.encode() + b"\r\n"
+            if raw.startswith(echoed):
+                raw = raw[len(echoed) :]
+        text, truncated = truncate_middle(
+            clean_text(raw), self.config.max_output_chars, self.config.head_fraction
+        )
+        if buf.dropped:
+            truncated = True
+        if self._screen is not None:
+            self._screen.feed(raw)
+        return StepOutput(
+            output=text,
+            raw=raw,
+            exit_code=exit_code,
+            cwd=self.cwd,
+            duration=time.monotonic() - t0,
+            output_bytes=buf.total,
+            truncated=truncated,
+            timed_out=timed_out,
+            busy=self.busy,
+            shell_restarted=restarted,
+            notes=notes,
+        )
+
+    # ------------------------------------------------------------------ screen
+    def enable_screen(self) -> None:
+        """Keep a rendered screen (rows x cols) of everything shown from now on."""
+        from .screen import Screen
+
+        if self._screen is None:
+            self._screen = Screen(self.config.rows, self.config.cols)
+
+    def screen_text(self) -> str | None:
+        return None if self._screen is None else self._screen.text()
+
+    def __enter__(self) -> "ShellSession":
+        if self._proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["ShellSession", "SessionConfig", "StepOutput", "SandboxGoneError"]

@@ -1,0 +1,83 @@
+"""The minimal task the environment needs: an image and an instruction.
+
+The full task format (Harbor's ``task.toml`` with tests and solution, and the Terminal-Bench 1.x
+import) is loaded elsewhere and produces a :class:`TaskSpec`; the environment only sees this.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .sandbox import SandboxConfig
+
+DEFAULT_IMAGE = "terminal-env/base:bookworm-1"
+
+
+class TaskSpec(BaseModel):
+    """What an episode runs: the sandbox to start and what to tell the agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    instruction: str
+    image: str = DEFAULT_IMAGE
+    workdir: str | None = "/app"
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = None
+    cpus: float = Field(1.0, gt=0)
+    memory_mb: int = Field(2048, ge=16)
+    pids_limit: int = Field(1024, ge=16)
+    network: bool = False
+    #: files written into the sandbox before the episode, {absolute path: content}
+    files: dict[str, str] = Field(default_factory=dict)
+    #: shell commands run as root before the episode starts (not shown to the agent)
+    setup: list[str] = Field(default_factory=list)
+    setup_timeout: float = Field(300, gt=0)
+    #: anything else a loader wants to carry along (category, difficulty, split, paths, ...)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def sandbox_config(self, *, run_id: str = "adhoc", runtime: str | None = None) -> SandboxConfig:
+        return SandboxConfig(
+            image=self.image,
+            cpus=self.cpus,
+            memory_mb=self.memory_mb,
+            pids_limit=self.pids_limit,
+            network=self.network,
+            workdir=self.workdir,
+            env=dict(self.env),
+            user=self.user,
+            runtime=runtime,
+            run_id=run_id,
+            task=self.name,
+        )
+
+    @classmethod
+    def coerce(cls, value: Any) -> "TaskSpec":
+        """A TaskSpec from a TaskSpec, a dict, or anything with a ``to_spec()`` method."""
+        if isinstance(value, TaskSpec):
+            return value
+        if hasattr(value, "to_spec"):
+            return value.to_spec()
+        if isinstance(value, dict):
+            try:
+                return cls.model_validate(value)
+            except ValidationError as exc:
+                raise ConfigError(f"invalid task: {exc}") from None
+        raise ConfigError(
+            f"a task must be a TaskSpec, a dict or a loaded task, got {type(value).__name__}"
+        )
+
+
+def hello_task() -> TaskSpec:
+    """The bundled default for smoke runs: small, quick, and checkable."""
+    return TaskSpec(
+        name="hello-world",
+        instruction=(
+            "Create a file /app/hello.txt whose only line is `Hello, world!`, "
+            "then submit."
+        ),
+        metadata={"category": "smoke", "difficulty": "easy"},
+    )

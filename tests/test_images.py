@@ -1,0 +1,172 @@
+"""The offline base image: recipe digest (pure), lookups, and the real build on a real engine."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import docker
+import pytest
+
+from terminal_env import images
+from terminal_env.engine import get_client
+from terminal_env.errors import ImageNotFoundError
+from terminal_env.images import BASE_IMAGE, BaseRecipe, ensure_base_image, map_base_image
+
+# ---- recipe digest (no engine) ---------------------------------------------------------------
+
+
+def test_digest_is_stable():
+    assert BaseRecipe().digest() == BaseRecipe().digest()
+
+
+def test_digest_changes_when_the_package_list_changes():
+    recipe = BaseRecipe()
+    more = dataclasses.replace(recipe, packages=(*recipe.packages, "vim-tiny"))
+    assert more.digest() != recipe.digest()
+
+
+def test_digest_ignores_package_order_and_duplicates():
+    recipe = BaseRecipe()
+    shuffled = dataclasses.replace(recipe, packages=tuple(reversed(recipe.packages)) + ("git",))
+    assert shuffled.digest() == recipe.digest()
+
+
+@pytest.mark.parametrize(
+    "change", [{"suite": "trixie"}, {"variant": "buildd"}, {"version": 2}, {"mirror": "http://m/d"}]
+)
+def test_digest_changes_with_every_field(change):
+    assert dataclasses.replace(BaseRecipe(), **change).digest() != BaseRecipe().digest()
+
+
+def test_mirror_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TERMINAL_ENV_DEBIAN_MIRROR", "http://mirror.example/debian")
+    assert images.base_recipe().mirror == "http://mirror.example/debian"
+
+
+def test_cache_dir_honours_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert images.cache_dir() == tmp_path / "terminal-env" / "base"
+
+
+# ---- Terminal-Bench aliases (no engine) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+        "ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624",
+        "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest",
+        "ghcr.io/laude-institute/t-bench/ubuntu-24-04",
+    ],
+)
+def test_terminal_bench_bases_map_to_ours(ref):
+    assert map_base_image(ref) == BASE_IMAGE
+
+
+def test_unknown_images_pass_through():
+    assert map_base_image("alpine:3.20") == "alpine:3.20"
+    assert map_base_image("x", {"x": "y"}) == "y"
+
+
+@pytest.mark.parametrize(
+    "ref, repo",
+    [
+        ("ubuntu", "ubuntu"),
+        ("ubuntu:24.04", "ubuntu"),
+        ("localhost:5000/a/b:tag", "localhost:5000/a/b"),
+        ("a/b@sha256:abc", "a/b"),
+    ],
+)
+def test_repository_strips_tag_and_digest_but_not_registry_port(ref, repo):
+    assert images._repository(ref) == repo
+
+
+# ---- the real thing --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client():
+    return get_client()
+
+
+@pytest.fixture(scope="module")
+def base_image(client):
+    return ensure_base_image(client)
+
+
+def run(client, cmd, **kwargs) -> str:
+    out = client.containers.run(BASE_IMAGE, cmd, remove=True, network_mode="none", **kwargs)
+    return out.decode()
+
+
+@pytest.mark.docker
+def test_ensure_base_image_is_idempotent(client, base_image):
+    before = client.images.get(base_image).id
+    messages: list[str] = []
+    assert ensure_base_image(client, log=messages.append) == base_image
+    assert client.images.get(base_image).id == before  # same image: nothing was rebuilt
+    assert messages == []  # and nothing was debootstrapped or imported
+
+
+@pytest.mark.docker
+def test_base_image_carries_the_recipe_digest(client, base_image):
+    labels = client.images.get(base_image).labels
+    assert labels[images.RECIPE_LABEL] == images.base_recipe().digest()
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "cmd, expect",
+    [
+        (["python3", "-c", "import pytest; print(pytest.__version__)"], "."),
+        (["git", "--version"], "git version"),
+        (["ps", "-e"], "PID"),
+        (["sh", "-c", "echo $LANG; cat /etc/apt/sources.list.d/debian.sources"], "C.UTF-8"),
+    ],
+)
+def test_base_image_has_the_tools_tasks_need(client, base_image, cmd, expect):
+    assert expect in run(client, cmd)
+
+
+@pytest.mark.docker
+def test_docker_init_works_with_the_base_image(client, base_image):
+    # `docker run --init` puts docker-init (tini) at PID 1 to reap zombies.
+    assert "docker-init" in run(client, ["ps", "-o", "comm=", "-p", "1"], init=True)
+
+
+@pytest.mark.docker
+def test_import_from_cached_tarball_into_a_new_tag(client, base_image):
+    tag = "terminal-env/test-import:1"  # a scratch tag: never disturb the shared base image
+    messages: list[str] = []
+    try:
+        assert ensure_base_image(client, log=messages.append, tag=tag) == tag
+        assert any("importing the cached rootfs" in m for m in messages), messages
+        assert not any("debootstrap" in m for m in messages)
+        labels = client.images.get(tag).labels
+        assert labels[images.RECIPE_LABEL] == images.base_recipe().digest()
+    finally:
+        try:
+            client.images.remove(tag, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+
+
+@pytest.mark.docker
+def test_require_image_names_the_missing_image(client):
+    ref = "terminal-env/does-not-exist:never"
+    assert not images.image_exists(client, ref)
+    with pytest.raises(ImageNotFoundError, match="terminal-env/does-not-exist:never") as info:
+        images.require_image(client, ref)
+    assert "docker build" in str(info.value)
+
+
+@pytest.mark.docker
+def test_require_image_points_at_bootstrap_for_the_base_image(client):
+    with pytest.raises(ImageNotFoundError, match="terminal-env images bootstrap"):
+        images.require_image(client, "terminal-env/base:no-such-version")
+
+
+@pytest.mark.docker
+def test_require_image_accepts_the_base_image(client, base_image):
+    images.require_image(client, base_image)
