@@ -22,9 +22,11 @@ from typing import Any, Mapping
 
 import docker
 import docker.errors
+from docker.utils.socket import frames_iter
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import cleanup
+from ._dockerio import ExecSocket
 from .engine import get_client
 from .errors import ConfigError, ImageNotFoundError, SandboxError, SandboxGoneError
 from .output import OutputBuffer
@@ -267,14 +269,11 @@ class Sandbox:
                 workdir=workdir,
                 environment=dict(env) if env else None,
             )["Id"]
-            stream = api.exec_start(exec_id, stream=True, demux=True)
             out = OutputBuffer(output_limit // 2, output_limit // 2)
             err = OutputBuffer(output_limit // 2, output_limit // 2)
-            for chunk_out, chunk_err in stream:
-                if chunk_out:
-                    out.feed(chunk_out)
-                if chunk_err:
-                    err.feed(chunk_err)
+            with ExecSocket(api, exec_id, tty=False) as conn:
+                for stream_id, chunk in frames_iter(conn.sock, tty=False):
+                    (err if stream_id == 2 else out).feed(chunk)
             code = api.exec_inspect(exec_id).get("ExitCode")
         except docker.errors.NotFound:
             self.check_alive()
@@ -298,7 +297,13 @@ class Sandbox:
 
     # ------------------------------------------------------------------ files
     def write_files(
-        self, files: Mapping[str, bytes | str], *, mode: int = 0o644, uid: int = 0, gid: int = 0
+        self,
+        files: Mapping[str, bytes | str],
+        *,
+        mode: int = 0o644,
+        uid: int = 0,
+        gid: int = 0,
+        dir_mode: int | None = None,
     ) -> None:
         """Write files given as {absolute path: content}; parent directories are created."""
         buf = io.BytesIO()
@@ -309,10 +314,12 @@ class Sandbox:
                 if not p.is_absolute():
                     raise ConfigError(f"write_files needs absolute paths, got {path!r}")
                 for parent in reversed(p.parents[:-1]):
+                    if dir_mode is None:
+                        break  # put_archive makes missing parents; existing ones keep modes
                     if str(parent) not in seen_dirs:
                         seen_dirs.add(str(parent))
                         info = tarfile.TarInfo(str(parent).lstrip("/"))
-                        info.type, info.mode = tarfile.DIRTYPE, 0o755
+                        info.type, info.mode = tarfile.DIRTYPE, dir_mode
                         info.mtime = int(time.time())
                         tar.addfile(info)
                 data = content.encode() if isinstance(content, str) else content

@@ -33,6 +33,7 @@ import docker.errors
 import pexpect
 from pexpect import fdpexpect
 
+from ._dockerio import ExecSocket
 from .errors import SandboxGoneError, SessionError
 from .output import OutputBuffer, clean_text, truncate_middle
 from .sandbox import Sandbox
@@ -110,13 +111,14 @@ class ShellSession:
         self.busy = False
         self.restarts = 0
         self._proc: fdpexpect.fdspawn | None = None
-        self._sock = None
+        self._sock: ExecSocket | None = None
         self._exec_id: str | None = None
         self._nonce = ""
         self._marker: re.Pattern[bytes] | None = None
         self._pending = b""
         self._cmd_n = 0
         self._screen = None
+        self._needs_repair = False
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "ShellSession":
@@ -138,23 +140,24 @@ class ShellSession:
                 workdir=cfg.workdir or self.sandbox.config.workdir,
                 environment=env,
             )["Id"]
-            self._sock = api.exec_start(self._exec_id, tty=True, socket=True)
+            self._sock = ExecSocket(api, self._exec_id, tty=True)
             api.exec_resize(self._exec_id, height=cfg.rows, width=cfg.cols)
         except docker.errors.APIError as exc:
             self.sandbox.check_alive()
             raise SessionError(f"could not start a shell in {self.sandbox.name}: {exc}") from None
-        raw_sock = getattr(self._sock, "_sock", self._sock)
-        self._proc = fdpexpect.fdspawn(raw_sock.fileno(), timeout=30, use_poll=True)
+        self._proc = fdpexpect.fdspawn(self._sock.fileno(), timeout=30, use_poll=True)
         self._pending = b""
         # One line sets up the prompt protocol. The line itself is echoed (echo is still on
         # when it is typed); everything before the first sentinel is discarded.
+        # Single quotes: expanded at each prompt, not now. `$$` is the shell's pid, used to find
+        # its foreground process group when Ctrl-C is not enough.
         pc = (
-            "__TE_RC=$?; printf '\\036TE%s:%d:%d:%s\\037\\n' "
-            f"{self._nonce} \"$__TE_RC\" $$ \"$PWD\"; PS1=''; PS2=''"
+            f'__TE_RC=$?; printf "\\036TE%s:%d:%d:%s\\037\\n" {self._nonce} "$__TE_RC" "$$" "$PWD"; '
+            'PS1=""; PS2=""'
         )
         setup = (
             f"stty -echo cols {cfg.cols} rows {cfg.rows} 2>/dev/null; unset HISTFILE; "
-            f"PROMPT_COMMAND=\"{pc}\"\n"
+            f"PROMPT_COMMAND='{pc}'\n"
         )
         self._write(setup.encode())
         buf = OutputBuffer(4096, 4096)
@@ -172,11 +175,9 @@ class ShellSession:
         return self
 
     def close(self) -> None:
+        """Close the connection to the shell (the shell itself dies with its terminal)."""
         if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
+            self._sock.close()
         self._sock = None
         self._proc = None
 
@@ -248,6 +249,8 @@ class ShellSession:
         buf = self._new_buffer()
         notes: list[str] = []
         try:
+            if self._needs_repair:
+                self._repair()
             self._write(self._command_line(command))
             m = self._read_until(t0 + timeout, buf)
             timed_out = m is None
@@ -307,8 +310,11 @@ class ShellSession:
         # variables persist exactly as if typed. The file removes itself first.
         self._cmd_n += 1
         path = f"{_CMD_DIR}/cmd-{self._nonce}-{self._cmd_n}.sh"
-        self.sandbox.exec(["mkdir", "-p", "-m", "1777", _CMD_DIR], user="root", timeout=30)
-        self.sandbox.write_files({path: b'rm -f -- "${BASH_SOURCE[0]}"\n' + data + b"\n"}, mode=0o666)
+        self.sandbox.write_files(
+            {path: b'rm -f -- "${BASH_SOURCE[0]}" 2>/dev/null\n' + data + b"\n"},
+            mode=0o666,
+            dir_mode=0o1777,
+        )
         return f". {path}\n".encode()
 
     def _escalate(
@@ -333,11 +339,27 @@ class ShellSession:
             m = self._read_until(time.monotonic() + grace, buf)
             if m is not None:
                 notes.append(f"Ctrl-C did not stop it; killed its process group {pgid}.")
+                self._repair()
                 return m
         notes.append("the shell did not respond; it was killed and a new shell was started.")
         self._flush_pending(buf)
         self._respawn()
         return None
+
+    def _repair(self) -> None:
+        """Bring the terminal back to the settings the protocol needs, discarding the output.
+
+        Needed after the agent scrambled it (``stty echo``, ``stty raw -isig``): a Ctrl-C that
+        was not a signal sits in the input queue as a character, so an empty line flushes it
+        before ``stty sane`` restores line editing and signals.
+        """
+        self._needs_repair = False
+        scratch = OutputBuffer(4096, 4096)
+        cfg = self.config
+        for line in (b"\n", f"stty sane -echo cols {cfg.cols} rows {cfg.rows} 2>/dev/null\n".encode()):
+            self._write(line)
+            if self._read_until(time.monotonic() + self.config.grace, scratch) is None:
+                break
 
     def _foreground_pgid(self) -> int | None:
         if not self.shell_pid:
@@ -405,11 +427,12 @@ class ShellSession:
         elif any("new shell" in n for n in notes):
             restarted = True
         raw = buf.getvalue()
-        if echo_of is not None:
-            # If the agent turned echo back on (stty echo / sane), drop the echoed command.
-            echoed = echo_of.encode() + b"\r\n"
-            if raw.startswith(echoed):
-                raw = raw[len(echoed) :]
+        if echo_of is not None and raw.startswith(echo_of.encode()[:200]):
+            # The agent turned echo back on (stty echo / sane / raw): drop the echoed command
+            # line and restore the settings before the next command.
+            end = raw.find(b"\n", len(echo_of.encode()))
+            raw = raw[end + 1 :] if end >= 0 else b""
+            self._needs_repair = True
         text, truncated = truncate_middle(
             clean_text(raw), self.config.max_output_chars, self.config.head_fraction
         )
