@@ -44,7 +44,7 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # certificate checks inside the sandbox here; tasks should prefer Debian packages).
 BASE_PACKAGES = (
     "bash", "ca-certificates", "coreutils", "curl", "diffutils", "findutils", "gawk", "git",
-    "grep", "gzip", "less", "procps", "python3", "python3-pytest", "sed", "tar",
+    "grep", "gzip", "less", "procps", "python3", "python3-pytest", "sed", "tar", "tmux",
 )
 
 # Runs inside the new rootfs under chroot, so every path (and every absolute symlink debootstrap

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import docker
 import docker.errors
 from docker.utils.socket import frames_iter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import cleanup
 from ._dockerio import ExecSocket
@@ -54,9 +54,12 @@ class SandboxConfig(BaseModel):
     task: str = Field("adhoc", description="Task name, recorded as a label.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra labels.")
 
-    def model_post_init(self, __context: Any) -> None:
-        if self.workdir is not None and not self.workdir.startswith("/"):
-            raise ConfigError(f"SandboxConfig.workdir must be absolute, got {self.workdir!r}")
+    @field_validator("workdir")
+    @classmethod
+    def _absolute(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith("/"):
+            raise ValueError(f"workdir must be absolute, got {v!r}")
+        return v
 
 
 @dataclass
@@ -91,9 +94,8 @@ def _container_name(task: str) -> str:
 class Sandbox:
     """A running container for one episode.
 
-    >>> with Sandbox(SandboxConfig(image="terminal-env/base:bookworm-1")) as sb:  # doctest: +SKIP
-    ...     sb.exec("echo hi").stdout
-    b'hi\\n'
+    Use it as a context manager (``with Sandbox(cfg) as sb: sb.exec("echo hi")``) or call
+    ``start()`` and ``remove()``.
     """
 
     #: exit code of coreutils ``timeout`` when the limit was hit

@@ -112,7 +112,9 @@ def test_ensure_base_image_is_idempotent(client, base_image):
 @pytest.mark.docker
 def test_base_image_carries_the_recipe_digest(client, base_image):
     labels = client.images.get(base_image).labels
-    assert labels[images.RECIPE_LABEL] == images.base_recipe().digest()
+    digest = images.base_recipe().digest()
+    # debootstrap where the mirror answers, the host's packages where it does not
+    assert labels[images.RECIPE_LABEL] in {digest, digest + "-host"}
 
 
 @pytest.mark.docker
@@ -144,7 +146,7 @@ def test_import_from_cached_tarball_into_a_new_tag(client, base_image):
         assert any("importing the cached rootfs" in m for m in messages), messages
         assert not any("debootstrap" in m for m in messages)
         labels = client.images.get(tag).labels
-        assert labels[images.RECIPE_LABEL] == images.base_recipe().digest()
+        assert labels[images.RECIPE_LABEL] == client.images.get(base_image).labels[images.RECIPE_LABEL]
     finally:
         try:
             client.images.remove(tag, force=True)

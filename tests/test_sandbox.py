@@ -1,0 +1,165 @@
+"""The sandbox layer against the real engine: limits, labels, isolation, exec, files, cleanup."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from terminal_env import Sandbox, SandboxConfig
+from terminal_env.cleanup import gc
+from terminal_env.errors import ImageNotFoundError, SandboxGoneError
+
+pytestmark = pytest.mark.docker
+
+
+def test_container_has_labels_and_limits(sandbox, client):
+    attrs = client.api.inspect_container(sandbox.id)
+    labels = attrs["Config"]["Labels"]
+    assert labels["terminal-env.managed"] == "1"
+    assert labels["terminal-env.task"] == "pytest"
+    assert labels["terminal-env.owner-pid"] == str(os.getpid())
+    host = attrs["HostConfig"]
+    assert host["NanoCpus"] == 1_000_000_000
+    assert host["Memory"] == 2048 * 1024 * 1024
+    assert host["MemorySwap"] == host["Memory"]  # no swap beyond the limit
+    assert host["PidsLimit"] == 1024
+    assert host["NetworkMode"] == "none"
+    assert host["Init"] is True
+
+
+def test_no_network_only_loopback(sandbox):
+    # Isolation proved by inspection, sending nothing anywhere: only `lo`, and no routes at all.
+    ifaces = sandbox.exec("ls /sys/class/net").stdout.decode().split()
+    assert ifaces == ["lo"]
+    routes = sandbox.exec("tail -n +2 /proc/net/route").stdout.decode().strip()
+    assert routes == ""
+
+
+def test_network_when_asked(client, base_image):
+    with Sandbox(SandboxConfig(image=base_image, network=True), client=client) as sb:
+        ifaces = sb.exec("ls /sys/class/net").stdout.decode().split()
+        assert "eth0" in ifaces
+
+
+def test_exec_reports_exit_code_and_streams(sandbox):
+    res = sandbox.exec("echo out; echo err >&2; exit 3")
+    assert res.exit_code == 3
+    assert res.stdout == b"out\n" and res.stderr == b"err\n"
+    assert not res.timed_out
+
+
+def test_exec_timeout_is_enforced_inside_the_container(sandbox):
+    res = sandbox.exec("sleep 300", timeout=1)
+    assert res.timed_out and res.exit_code == 124
+    # The process is gone from the container, not just abandoned by the client.
+    assert b"sleep 300" not in sandbox.exec("ps -eo args").stdout
+
+
+def test_exec_output_is_bounded(sandbox):
+    res = sandbox.exec("head -c 20000000 /dev/zero", output_limit=1000)
+    assert res.stdout_total == 20_000_000
+    assert len(res.stdout) < 1200
+
+
+def test_files_round_trip(sandbox, tmp_path):
+    sandbox.write_files({"/data/a.txt": "alpha", "/data/sub/b.bin": b"\x00\x01"}, mode=0o600)
+    assert sandbox.read_file("/data/a.txt") == b"alpha"
+    assert sandbox.exec("stat -c %a /data/a.txt").stdout.strip() == b"600"
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "f.txt").write_text("copied")
+    sandbox.copy_in(src, "/in")
+    assert sandbox.read_file("/in/d/f.txt") == b"copied"
+    sandbox.copy_out("/data", tmp_path / "out")
+    assert (tmp_path / "out" / "data" / "sub" / "b.bin").read_bytes() == b"\x00\x01"
+    with pytest.raises(FileNotFoundError, match="/nope"):
+        sandbox.read_file("/nope")
+
+
+def test_missing_image_is_a_clear_error(client):
+    with pytest.raises(ImageNotFoundError, match="no-such-image:1.*nothing is pulled"):
+        Sandbox(SandboxConfig(image="no-such-image:1"), client=client).start()
+
+
+def test_bad_config_names_the_field():
+    with pytest.raises(ValueError, match="workdir must be absolute"):
+        SandboxConfig(image="x", workdir="relative/dir")
+    with pytest.raises(ValueError, match="memory_mb"):
+        SandboxConfig(image="x", memory_mb=1)
+    with pytest.raises(ValueError, match="extra"):
+        SandboxConfig(image="x", colour="red")
+
+
+def test_killed_from_outside_is_named(sandbox, client):
+    client.api.kill(sandbox.id)
+    with pytest.raises(SandboxGoneError, match="stopped or removed from outside"):
+        sandbox.exec("true")
+    sandbox.remove()
+    sandbox.remove()  # idempotent
+
+
+def test_memory_limit_kills_a_hog_not_the_sandbox(client, base_image):
+    with Sandbox(SandboxConfig(image=base_image, memory_mb=64), client=client) as sb:
+        res = sb.exec("python3 -c 'x = bytearray(512 * 2**20)'", timeout=60)
+        assert res.exit_code == 137  # OOM kill
+        assert sb.status() == "running"
+
+
+def test_pids_limit_stops_a_fork_bomb(client, base_image):
+    with Sandbox(SandboxConfig(image=base_image, pids_limit=64), client=client) as sb:
+        res = sb.exec("for i in $(seq 200); do sleep 30 & done; wait", timeout=10)
+        assert b"fork" in res.stderr.lower() or b"resource" in res.stderr.lower()
+        assert sb.status() == "running"
+
+
+def _child(code: str) -> subprocess.Popen:
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        from terminal_env import Sandbox, SandboxConfig
+        sb = Sandbox(SandboxConfig(image="terminal-env/base:bookworm-1", task="orphan")).start()
+        print(sb.name, flush=True)
+        {code}
+        """
+    )
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+
+
+def _exists(client, name: str) -> bool:
+    return bool(client.containers.list(all=True, filters={"name": f"^/{name}$"}))
+
+
+def test_normal_exit_without_close_removes_the_container(client, base_image):
+    proc = _child("sys.exit(0)")
+    name = proc.stdout.readline().strip()
+    assert proc.wait(60) == 0
+    assert not _exists(client, name)
+
+
+def test_sigterm_removes_the_container(client, base_image):
+    proc = _child("time.sleep(120)")
+    name = proc.stdout.readline().strip()
+    assert _exists(client, name)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == -signal.SIGTERM  # the exit status still says which signal
+    assert not _exists(client, name)
+
+
+def test_gc_removes_containers_of_dead_owners_only(client, base_image, sandbox):
+    proc = _child("os.kill(os.getpid(), 9)")  # SIGKILL: no handler can run
+    name = proc.stdout.readline().strip()
+    proc.wait(60)
+    assert _exists(client, name)
+    dry = {r["name"]: r["action"] for r in gc(client, dry_run=True)}
+    assert dry[name] == "would remove"
+    assert dry[sandbox.name] == "kept (owner alive)"
+    records = {r["name"]: r["action"] for r in gc(client)}
+    assert records[name] == "removed"
+    assert not _exists(client, name)
+    assert _exists(client, sandbox.name)
