@@ -198,12 +198,17 @@ class ShellSession:
                 self.on_output(data)
 
     def _read_until(
-        self, deadline: float, buf: OutputBuffer, *, quiet: float | None = None
+        self,
+        deadline: float,
+        buf: OutputBuffer,
+        *,
+        quiet: float | None = None,
+        cap: float = float("inf"),
     ) -> re.Match[bytes] | None:
-        """Read into ``buf`` until the sentinel (returned), the deadline, the output cap, or
-        ``quiet`` seconds without output (both return None). Raises _ShellDied on EOF."""
+        """Read into ``buf`` until the sentinel (returned), the deadline, ``cap`` bytes in
+        ``buf``, or ``quiet`` seconds without output (these return None). Raises _ShellDied on
+        EOF."""
         assert self._proc is not None and self._marker is not None
-        cap = self.config.output_cap_bytes
         while True:
             m = self._marker.search(self._pending)
             if m:
@@ -252,10 +257,11 @@ class ShellSession:
             if self._needs_repair:
                 self._repair()
             self._write(self._command_line(command))
-            m = self._read_until(t0 + timeout, buf)
-            timed_out = m is None
+            m = self._read_until(t0 + timeout, buf, cap=self.config.output_cap_bytes)
+            capped = m is None and buf.total > self.config.output_cap_bytes
+            timed_out = m is None and not capped
             if m is None:
-                m = self._escalate(buf, notes, timeout, capped=buf.total > self.config.output_cap_bytes)
+                m = self._escalate(buf, notes, timeout, capped=capped)
         except _ShellDied:
             return self._after_death(buf, notes, t0)
         return self._result(buf, m, t0, notes, timed_out=timed_out, echo_of=command)
@@ -268,13 +274,14 @@ class ShellSession:
         notes: list[str] = []
         try:
             self._write(keys)
-            m = self._read_until(t0 + wait, buf, quiet=quiet)
+            cap = self.config.output_cap_bytes
+            m = self._read_until(t0 + wait, buf, quiet=quiet, cap=cap)
             if m is None:
                 # Collect more while output keeps coming, up to ``wait``.
                 while time.monotonic() < t0 + wait:
                     before = buf.total + len(self._pending)
-                    m = self._read_until(t0 + wait, buf, quiet=quiet)
-                    if m is not None or buf.total + len(self._pending) == before:
+                    m = self._read_until(t0 + wait, buf, quiet=quiet, cap=cap)
+                    if m is not None or buf.total + len(self._pending) == before or buf.total > cap:
                         break
         except _ShellDied:
             return self._after_death(buf, notes, t0)
