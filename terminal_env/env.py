@@ -55,6 +55,12 @@ def fit_text(text: str, max_chars: int) -> str:
     return text
 
 
+def _append_line(text: str, line: str) -> str:
+    if not text:
+        return line
+    return text + line if text.endswith("\n") else text + "\n" + line
+
+
 class EnvConfig(BaseModel):
     """Budgets and limits of an episode. Validated once when the environment is made."""
 
@@ -187,14 +193,14 @@ class TerminalEnv(gym.Env[str, str]):
             out = self._act(act, remaining)
             text = out.text()
             if out.exit_code not in (None, 0):
-                text += f"\n[exit code {out.exit_code}]"
+                text = _append_line(text, f"[exit code {out.exit_code}]")
         if not terminated:
             if self._steps >= self.config.max_steps:
                 truncated = True
-                text += f"\n[terminal-env] step budget of {self.config.max_steps} used up."
+                text = _append_line(text, f"[terminal-env] step budget of {self.config.max_steps} used up.")
             elif self._time_left() <= 0:
                 truncated = True
-                text += f"\n[terminal-env] time budget of {self.config.time_limit:g} s used up."
+                text = _append_line(text, f"[terminal-env] time budget of {self.config.time_limit:g} s used up.")
         info = self._info(out, act)
         reward = 0.0
         if terminated or truncated:

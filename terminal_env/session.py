@@ -78,9 +78,11 @@ class StepOutput:
 
     def text(self) -> str:
         """Output and notes as one text, the way the environment shows it."""
-        parts = [self.output] if self.output else []
-        parts += [f"[terminal-env] {n}" for n in self.notes]
-        return "\n".join(parts)
+        text = self.output
+        for note in self.notes:
+            sep = "" if not text or text.endswith("\n") else "\n"
+            text += f"{sep}[terminal-env] {note}"
+        return text
 
 
 class _ShellDied(Exception):
