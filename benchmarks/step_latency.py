@@ -2,26 +2,21 @@
 
 Usage: python benchmarks/step_latency.py [--n 200] [--out FILE]
 
-Everything runs in one process on ONE container (the env's own sandbox), so the numbers are
-comparable: same image, same CPU limit, same engine. One JSON document goes to stdout (and to
---out if given); progress goes to stderr.
-
-Measured (time.perf_counter around the call, after a few warm-ups):
+One process, ONE container (the env's own sandbox: same image, CPU limit and engine for every
+variant). One JSON document goes to stdout (and to --out); progress goes to stderr.
 
 * ours: ``env.step("true")`` n times. ``true`` does nothing, so the whole step is overhead:
   typing a line into the persistent PTY, bash running it, the PROMPT_COMMAND sentinel coming
-  back, and the env's bookkeeping. Also ``env.step("seq 100000")`` (~590 KB of output through
-  the PTY, head+tail buffering and cleaning) and keystroke round trips (see ``notes``).
-* baseline (a), the stateless design: one ``docker exec <c> bash -lc CMD`` per command through
-  the docker CLI (a new Go client process, a new exec, a new login shell each time).
-* baseline (b), the Terminal-Bench design: a tmux session in the container; per command
-  ``tmux send-keys 'CMD; tmux wait -S done' Enter``, ``timeout 180s tmux wait done``,
-  ``tmux capture-pane -p``: three execs. Run once through the docker CLI (as Harbor does,
-  via ``docker compose exec``) and once through docker-py ``exec_run`` (as Terminal-Bench 1.x
-  does), which is the cheaper faithful variant.
+  back, the env's bookkeeping. Also ``env.step("seq 100000")`` (~690 KB through the PTY) and
+  keystroke round trips (see ``notes`` in the output for exactly what each one measures).
+* baseline (a), the stateless design: one ``docker exec <c> bash -lc CMD`` per command via the
+  docker CLI (a client process, a new exec and a new login shell every time).
+* baseline (b), the Terminal-Bench design: a tmux session in the container and, per command,
+  ``send-keys 'CMD; tmux wait -S done' Enter``, ``tmux wait done``, ``capture-pane -p``: three
+  execs, through the docker CLI and through docker-py ``exec_run`` (Terminal-Bench 1.x).
 
-Why: the env's claim is that a persistent PTY session costs ~1 ms per step where anything that
-pays one or more ``docker exec`` round trips per command costs tens of ms.
+Why: a persistent PTY session should cost about a millisecond per step where any design that
+pays a ``docker exec`` per command costs tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -130,7 +125,8 @@ def main() -> int:
         ours["keys_cat_step_quiet_10ms"] = bench(
             "env.step(keys x Enter | cat)", lambda: env.step(cat_keys), n_keys, 3,
             lambda r: r[0].strip() == "x")
-        proc, first = env.session._proc, []  # benchmark-only shim: time the first byte read
+        # Benchmark-only shim on the session's pexpect read: note when the first byte is back.
+        proc, first = env.session._proc, []
         orig_read = proc.read_nonblocking
 
         def timed_read(*a, **kw):
@@ -140,18 +136,18 @@ def main() -> int:
             return data
 
         proc.read_nonblocking = timed_read
-        fb = []
-        for i in range(n_keys + 3):
+
+        def first_byte() -> float:
             first.clear()
             t0 = time.perf_counter()
             o = env.session.send_keys(b"x\r", wait=5, quiet=q)
             if o.output.strip() != "x" or not first:
                 raise RuntimeError(f"cat round trip: {o!r:.300}")
-            if i >= 3:
-                fb.append(first[0] - t0)
+            return first[0] - t0
+
+        ours["keys_cat_session_first_byte"] = stats([first_byte() for _ in range(n_keys + 3)][3:])
         del proc.read_nonblocking
-        ours["keys_cat_session_first_byte"] = stats(fb)
-        log(f"{'first byte back from cat':<28} median {ours['keys_cat_session_first_byte']['median_ms']:8.3f} ms")
+        log(f"first byte back from cat: {ours['keys_cat_session_first_byte']['median_ms']} ms")
         back = env.step("#!keys C-c")
         assert not back[4]["busy"] and back[4]["exit_code"] is not None, back
         assert env.step("true")[4]["exit_code"] == 0
@@ -237,29 +233,26 @@ def main() -> int:
         "leaked_containers": leaked,
         "other_managed_containers_on_engine": len(all_managed.stdout.split()) - len(leaked),
         "notes": [
-            "All timings are wall-clock time.perf_counter() around one call, in ms; p99 is "
-            "interpolated (for n <= 20 it is close to the max). Everything ran on the same "
-            "container (the env's sandbox), one after another, after warm-ups.",
-            "ours.true is env.step('true'): the whole step is overhead. session_run_true is the "
+            "ms, time.perf_counter() around one call, after warm-ups, all on the same container "
+            "one variant after another; p99 is interpolated (~max for n <= 20).",
+            "ours.true = env.step('true'): the whole step is overhead. session_run_true is the "
             "same without the env layer (action parsing, info dict, observation fitting).",
-            "keys_echo_*: keys 'echo k' + Enter typed into the idle shell; this truly round-trips "
+            "ours.seq_100000 keeps only a head+tail of the output (max_output_chars) for the "
+            "observation; the docker exec baseline returns all of it.",
+            "keys_echo_*: keys 'echo k' + Enter typed into the idle shell. This truly round-trips "
             "(bash runs echo, the prompt sentinel comes back) and the wait ends on the sentinel, "
-            "so `quiet` plays no part. This is the honest keystroke round-trip figure.",
-            "keys_cat_step_quiet_10ms: 'x' + Enter typed into `cat` in the foreground with "
-            "quiet=0.01 s. Nothing marks the end of a foreground program's output, so the step "
-            "waits for silence; it includes the quiet waits, not only the round trip.",
-            "keys_cat_session_first_byte: the same keystrokes via env.session.send_keys, timed "
-            "from the call to the first byte cat sends back (a benchmark-only wrapper around "
-            "the session's pexpect read); this is the pure keystroke round trip.",
-            "baseline_docker_exec_cli: one `docker exec <c> bash -lc CMD` per command via "
-            "subprocess (client process + exec + login shell). sdk_exec_run_true is the same "
-            "exec through docker-py, i.e. without the CLI process start.",
-            "baseline_tmux_terminal_bench: per command send-keys 'CMD; tmux wait -S done' Enter, "
-            "`timeout 180s tmux wait done`, `tmux capture-pane -p` = 3 execs; `true` via the "
-            "docker CLI, `sdk_true` via docker-py exec_run (what Terminal-Bench 1.x does, and "
-            "the cheaper faithful variant). The tmux server itself is started once, untimed.",
-            "The container is limited to container_cpus CPUs (the env's default), which applies "
-            "to every variant alike.",
+            "so `quiet` plays no part: the honest keystroke round trip.",
+            "keys_cat_step_quiet_10ms: 'x' + Enter typed into `cat` in the foreground, quiet=0.01. "
+            "Nothing marks the end of a program's output, so the step waits for silence (twice "
+            "`quiet`, see session.send_keys); it measures the quiet wait, not the round trip.",
+            "keys_cat_session_first_byte: the same keys via env.session.send_keys, from the call "
+            "to the first byte cat sends back (a benchmark-only wrapper on the pexpect read).",
+            "baseline_docker_exec_cli: `docker exec <c> bash -lc CMD` via subprocess per command; "
+            "sdk_exec_run_true is the same exec through docker-py (no CLI process start).",
+            "baseline_tmux_terminal_bench: send-keys 'CMD; tmux wait -S done' Enter, `timeout "
+            "180s tmux wait done`, `tmux capture-pane -p` = 3 execs per command; `true` via the "
+            "docker CLI, `sdk_true` via docker-py exec_run (as Terminal-Bench 1.x does: the "
+            "cheaper faithful variant). The tmux server is started once, untimed.",
         ],
     }
     text = json.dumps(doc, indent=2)

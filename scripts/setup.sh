@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# From a fresh Debian machine to ready, idempotently and quickly when already done:
+#   1. a virtual environment in .venv with terminal-env installed (editable) and its test extras;
+#      it sees the system's site-packages, so what the machine already has is not downloaded again;
+#   2. the Docker engine, installed and started when absent (scripts/install-engine.sh);
+#   3. the project's base image, bootstrapped from Debian packages when absent (no registry).
+# Re-running skips every step whose inputs did not change (the venv step is keyed by the
+# content of pyproject.toml and by this checkout's path).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+PY="${PYTHON:-python3}"
+say() { echo "setup: $*" >&2; }
+
+# ---- 1. Python ------------------------------------------------------------------------------
+if ! command -v "$PY" >/dev/null; then
+    say "installing python3 (apt-get)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+fi
+if ! "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
+    say "installing python3-venv (apt-get)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+fi
+STAMP=".venv/.terminal-env-stamp"
+want="$(sha256sum pyproject.toml | cut -c1-16) $ROOT"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+    say "creating .venv and installing terminal-env with its test extras"
+    "$PY" -m venv --system-site-packages .venv
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+    echo "$want" > "$STAMP"
+fi
+
+# ---- 2. Docker engine -----------------------------------------------------------------------
+bash scripts/install-engine.sh
+
+# ---- 3. Base image --------------------------------------------------------------------------
+.venv/bin/terminal-env images bootstrap >&2
+say "ready: activate with '. .venv/bin/activate', or call .venv/bin/terminal-env directly"

@@ -1,0 +1,72 @@
+"""The command line: real subprocesses, clear errors, never a traceback for a user mistake."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args: str, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "terminal_env", *args],
+        input=stdin, capture_output=True, text=True, timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_help_lists_the_commands():
+    res = cli("--help")
+    assert res.returncode == 0
+    for cmd in ("doctor", "images", "gc", "demo", "shell"):
+        assert cmd in res.stdout
+
+
+def test_unknown_command_is_a_usage_error():
+    res = cli("frobnicate")
+    assert res.returncode == 2 and "invalid choice" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_unreachable_engine_is_one_clear_line():
+    res = cli("gc", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert "/nonexistent/docker.sock" in res.stderr and "doctor --fix" in res.stderr
+
+
+@pytest.mark.docker
+def test_doctor_reports_ok(base_image):
+    res = cli("doctor")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "docker engine" in res.stdout and "base image" in res.stdout
+
+
+@pytest.mark.docker
+def test_demo_runs_the_bundled_task_to_reward_one(base_image):
+    res = cli("demo")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Hello, world!" in res.stdout and "reward 1.0" in res.stdout
+
+
+@pytest.mark.docker
+def test_shell_plays_an_episode_from_stdin(base_image):
+    res = cli("shell", stdin="cd /tmp\npwd\necho $((6*7))\n#!submit\n")
+    assert res.returncode == 0, res.stderr
+    assert "/tmp" in res.stdout and "42" in res.stdout and "submitted" in res.stdout
+
+
+@pytest.mark.docker
+def test_shell_with_a_missing_image_names_it(base_image):
+    res = cli("shell", "--image", "no-such/image:0")
+    assert res.returncode == 2
+    assert "no-such/image:0" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.docker
+def test_gc_json(base_image):
+    res = cli("gc", "--dry-run", "--json")
+    assert res.returncode == 0
+    assert isinstance(json.loads(res.stdout), list)
