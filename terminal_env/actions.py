@@ -47,7 +47,9 @@ class Keys(_Action):
     keys: list[str] = Field(description="Key names (C-c, Up, Enter, ...) or literal text.")
     literal: bool = Field(False, description="Type every item as text, even key names.")
     wait: float = Field(1.0, gt=0, le=600, description="At most this many seconds.")
-    quiet: float = Field(0.15, gt=0, le=60, description="Return after this long without output.")
+    quiet: float = Field(
+        0.15, gt=0, le=60, description="Return after this long without output (once output began)."
+    )
 
 
 class Submit(_Action):

@@ -41,7 +41,8 @@ from .sandbox import Sandbox
 # Typed directly: single line commands up to this size. Longer ones go through a file.
 _TYPE_LIMIT = 1024
 _CMD_DIR = "/tmp/.terminal-env"
-_WINDOW = 8192  # bytes kept unsearched at the end of the stream, to find a split sentinel
+_WINDOW = 8192
+FIRST_OUTPUT_WAIT = 1.0  # seconds a keystroke may go unanswered before the terminal counts as quiet  # bytes kept unsearched at the end of the stream, to find a split sentinel
 
 
 @dataclass
@@ -205,12 +206,14 @@ class ShellSession:
         buf: OutputBuffer,
         *,
         quiet: float | None = None,
+        first_quiet: float | None = None,
         cap: float = float("inf"),
     ) -> re.Match[bytes] | None:
         """Read into ``buf`` until the sentinel (returned), the deadline, ``cap`` bytes in
         ``buf``, or ``quiet`` seconds without output (these return None). Raises _ShellDied on
         EOF."""
         assert self._proc is not None and self._marker is not None
+        got_output = False
         while True:
             m = self._marker.search(self._pending)
             if m:
@@ -224,7 +227,8 @@ class ShellSession:
             now = time.monotonic()
             if now >= deadline or buf.total > cap:
                 return None
-            wait = deadline - now if quiet is None else min(quiet, deadline - now)
+            silence = first_quiet if (first_quiet is not None and not got_output) else quiet
+            wait = deadline - now if silence is None else min(silence, deadline - now)
             try:
                 chunk = self._proc.read_nonblocking(65536, timeout=wait)
             except pexpect.TIMEOUT:
@@ -236,6 +240,7 @@ class ShellSession:
                 self._pending = b""
                 raise _ShellDied("end of file") from None
             self._pending += chunk
+            got_output = True
 
     def _flush_pending(self, buf: OutputBuffer) -> None:
         self._emit(buf, self._pending)
@@ -245,13 +250,18 @@ class ShellSession:
     def run(self, command: str, timeout: float = 180.0) -> StepOutput:
         """Run one shell command and wait for the prompt (at most ``timeout`` seconds)."""
         if self.busy:
-            out = self.send_keys(command.encode() + b"\r", wait=min(timeout, 5.0))
-            out.notes.insert(
-                0,
-                "a program was still running in the foreground, so the command was typed "
-                "into it; send keys (for example C-c) to leave it.",
-            )
-            return out
+            if self._foreground_pgid() not in (None, self.shell_pid):
+                out = self.send_keys(command.encode() + b"\r", wait=min(timeout, 5.0))
+                out.notes.insert(
+                    0,
+                    "a program was still running in the foreground, so the command was typed "
+                    "into it; send keys (for example C-c) to leave it.",
+                )
+                return out
+            # Only the shell is there, with a half-typed line from earlier keys: erase it
+            # (Ctrl-U, the terminal's line kill) so that it does not change this command.
+            self._write(b"\x15")
+            self.busy = False
         t0 = time.monotonic()
         buf = self._new_buffer()
         notes: list[str] = []
@@ -276,15 +286,16 @@ class ShellSession:
         notes: list[str] = []
         try:
             self._write(keys)
-            cap = self.config.output_cap_bytes
-            m = self._read_until(t0 + wait, buf, quiet=quiet, cap=cap)
-            if m is None:
-                # Collect more while output keeps coming, up to ``wait``.
-                while time.monotonic() < t0 + wait:
-                    before = buf.total + len(self._pending)
-                    m = self._read_until(t0 + wait, buf, quiet=quiet, cap=cap)
-                    if m is not None or buf.total + len(self._pending) == before or buf.total > cap:
-                        break
+            # Returns after `quiet` seconds without output; while output flows it keeps reading.
+            # A program may take a moment to answer at all (python starts in ~0.2 s): until the
+            # first byte arrives, silence may last up to FIRST_OUTPUT_WAIT.
+            m = self._read_until(
+                t0 + wait,
+                buf,
+                quiet=quiet,
+                first_quiet=max(quiet, FIRST_OUTPUT_WAIT),
+                cap=self.config.output_cap_bytes,
+            )
         except _ShellDied:
             return self._after_death(buf, notes, t0)
         if m is None:

@@ -155,3 +155,18 @@ def test_a_100_megabyte_flood_does_not_grow_memory(base_image):
     assert data["bytes"] == 100_000_000 and data["code"] == 0
     assert data["chars"] < 17_000
     assert data["growth_kb"] < 30_000  # far below the 100 MB that went through
+
+
+def test_half_typed_line_is_erased_before_a_command(session):
+    out = session.send_keys(b"echo hel", wait=1, quiet=0.05)
+    assert out.busy
+    out = session.run("pwd")
+    assert out.output == "/app\n" and out.exit_code == 0 and not out.notes
+
+
+def test_keys_return_after_one_quiet_period(session):
+    # `cat` echoes nothing until Enter: the step ends after `quiet`, not after `wait`.
+    session.send_keys(b"cat\r", wait=5, quiet=0.05)
+    out = session.send_keys(b"abc\r", wait=30, quiet=0.2)
+    assert "abc" in out.output and out.duration < 25
+    session.send_keys(b"\x04", wait=5)
