@@ -160,3 +160,17 @@ def test_observation_fits_the_space_even_for_odd_output(env):
     obs = env.step("printf '\\xf0\\x9f\\x98\\x80 emoji \\x01 ctrl \\xe2\\x94\\x80 box'")[0]
     assert obs in env.observation_space
     assert "emoji" in obs and "\u2500" in obs
+
+
+def test_non_root_agent_user(base_image):
+    task = TaskSpec(name="as-nobody", instruction="x", user="nobody", workdir="/tmp")
+    e = TerminalEnv(task)
+    try:
+        e.reset()
+        assert e.step("id -un")[0] == "nobody\n"
+        # A multi-line command goes through a file; it must work for a non-root user too.
+        obs = e.step("for i in 1 2; do\n  echo n$i\ndone")[0]
+        assert obs == "n1\nn2\n"
+        assert "Permission denied" in e.step("touch /root/x")[0]
+    finally:
+        e.close()
