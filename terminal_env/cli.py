@@ -101,7 +101,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         content = sandbox.exec(["cat", "/app/hello.txt"], timeout=10).stdout
         return {"reward": float(content == b"Hello, world!\n"), "content": content.decode()}
 
-    env = TerminalEnv(task, verifier=verifier, reward_fn=lambda r: r["reward"])
+    env = TerminalEnv(task, verifier=verifier, reward=lambda r: r["reward"])
     try:
         obs, info = env.reset()
         console.rule(f"task {task.name} in {info['container']}")
@@ -169,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     dm = sub.add_parser("demo", help="run the bundled default task with a scripted agent")
     dm.set_defaults(func=cmd_demo)
+
+    from .tasks.cli import add_tasks_parser
+
+    add_tasks_parser(sub)
 
     sh = sub.add_parser("shell", help="play an episode yourself in a sandbox")
     sh.add_argument("--image", default="terminal-env/base:bookworm-1")

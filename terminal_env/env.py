@@ -15,6 +15,7 @@ raise :class:`~terminal_env.errors.InfraError` subclasses.
 
 from __future__ import annotations
 
+import os
 import time
 from functools import lru_cache
 from typing import Any, Callable
@@ -89,7 +90,8 @@ class TerminalEnv(gym.Env[str, str]):
         config: EnvConfig | dict[str, Any] | None = None,
         render_mode: str | None = None,
         verifier: Callable[[Sandbox, TaskSpec], Any] | None = None,
-        reward_fn: Callable[[Any], float] | None = None,
+        reward: str | Callable[[Any], float] | None = None,
+        build_options: dict[str, Any] | None = None,
         client: Any = None,
         **overrides: Any,
     ):
@@ -105,11 +107,20 @@ class TerminalEnv(gym.Env[str, str]):
         except ValidationError as exc:
             raise ConfigError(f"invalid TerminalEnv config: {exc}") from None
         self.config = cfg
-        self.task = TaskSpec.coerce(task) if task is not None else hello_task()
         self.render_mode = render_mode
         self.verifier = verifier
-        self.reward_fn = reward_fn
         self._client = client
+        self._build_options = dict(build_options or {})
+        #: the loaded task (task directory) behind the spec, when there is one
+        self.source_task: Any = None
+        self.task = self._resolve_task(task) if task is not None else hello_task()
+        if reward is None and self.verifier is not None and self.source_task is not None:
+            reward = "binary"
+        if isinstance(reward, str):
+            from .rewards import get_reward
+
+            reward = get_reward(reward)
+        self.reward_fn: Callable[[Any], float] | None = reward
         charset = observation_charset()
         self.observation_space = spaces.Text(cfg.max_observation_chars, min_length=0, charset=charset)
         self.action_space = spaces.Text(cfg.max_action_chars, min_length=0, charset=charset)
@@ -125,7 +136,8 @@ class TerminalEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         options = dict(options or {})
         if "task" in options:
-            self.task = TaskSpec.coerce(options.pop("task"))
+            self.source_task = None
+            self.task = self._resolve_task(options.pop("task"))
         if options:
             raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
         self._teardown()
@@ -206,6 +218,8 @@ class TerminalEnv(gym.Env[str, str]):
         if terminated or truncated:
             self._done = True
             reward, info["verification"] = self._verify()
+            # Infrastructure failures are never the agent's: trainers mask, runners retry.
+            info["masked"] = bool(getattr(info["verification"], "masked", False))
         self._last_text = text
         return fit_text(text, self.config.max_observation_chars), reward, terminated, truncated, info
 
@@ -221,6 +235,24 @@ class TerminalEnv(gym.Env[str, str]):
         super().close()
 
     # ------------------------------------------------------------------ helpers
+    def _resolve_task(self, task: Any) -> TaskSpec:
+        """A TaskSpec from a spec, a dict, a task directory, or a loaded task; a task directory
+        gets its image built (cached by content) and the protected verifier attached."""
+        if isinstance(task, (str, os.PathLike)):
+            from .tasks import load_task
+
+            task = load_task(task)
+        if hasattr(task, "tests_digest") and hasattr(task, "to_spec"):
+            from .tasks.build import build_image
+            from .verify.runner import ProtectedVerifier
+
+            image = build_image(task, client=self._client, **self._build_options)
+            self.source_task = task
+            if self.verifier is None:
+                self.verifier = ProtectedVerifier(task)
+            return task.to_spec(image)
+        return TaskSpec.coerce(task)
+
     def _prepare(self, sandbox: Sandbox) -> None:
         if self.task.files:
             sandbox.write_files(self.task.files)

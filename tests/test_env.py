@@ -136,7 +136,7 @@ def test_verifier_reward_on_the_final_step(base_image):
         ok = sandbox.exec(["cat", "/app/hello.txt"]).stdout == b"Hello, world!\n"
         return {"passed": ok}
 
-    e = TerminalEnv(verifier=verifier, reward_fn=lambda r: 1.0 if r["passed"] else 0.0)
+    e = TerminalEnv(verifier=verifier, reward=lambda r: 1.0 if r["passed"] else 0.0)
     try:
         e.reset()
         assert e.step("echo 'Hello, world!' > hello.txt")[1] == 0.0

@@ -1,0 +1,430 @@
+"""Task images: built from the task's ``environment/`` and cached by content.
+
+The tag is ``terminal-env/task-<name>:<digest12>``, where the digest covers the build context
+and Dockerfile, the base-image mapping actually applied, and the CA bundle injected. So:
+
+* tag present             -> returned at once (one API call, no build, nothing logged);
+* anything changed        -> a new tag, built from a temporary copy of the context.
+
+Offline, ``FROM`` images that cannot be pulled are rewritten to local stand-ins
+(:data:`terminal_env.images.BASE_IMAGE_ALIASES`, extended by ``base_map``); a ``FROM`` that is
+neither local nor mapped is refused before building, naming the remedy. The task directory is
+never modified: the rewritten Dockerfile lives in the temporary copy.
+
+Behind a TLS-intercepting proxy, ``ca_bundle`` (the host's CA bundle) is copied into every stage
+and pointed at by the variables OpenSSL, Python requests, pip, curl, git and Node read, so a
+``pip install`` or ``curl`` in a Dockerfile works there; :func:`ca_env` gives the same variables
+for sandboxes that have a network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import queue
+import re
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import docker
+import requests
+
+from ..engine import get_client
+from ..errors import ConfigError, ImageBuildError, ImageNotFoundError
+from ..images import BASE_IMAGE, BASE_IMAGE_ALIASES, image_exists, map_base_image
+from .model import Task
+
+BUILD_FORMAT = 1  # bump when this module changes what ends up in an image
+TAG_PREFIX = "terminal-env/task-"
+LABEL_TASK = "terminal-env.task"
+LABEL_ENV_DIGEST = "terminal-env.environment-digest"
+LABEL_BUILD_DIGEST = "terminal-env.build-digest"
+CA_FILE = ".terminal-env-ca.crt"
+CA_PATH = "/usr/local/share/ca-certificates/terminal-env-ca.crt"
+TAIL_LINES = 30
+
+
+def ca_env(path_in_container: str = CA_PATH) -> dict[str, str]:
+    """The variables that make common clients trust the bundle at ``path_in_container``.
+
+    >>> sorted(ca_env("/ca.pem"))[:3]
+    ['CURL_CA_BUNDLE', 'GIT_SSL_CAINFO', 'NODE_EXTRA_CA_CERTS']
+    """
+    names = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
+             "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO")
+    return {name: path_in_container for name in names}
+
+
+# ---- Dockerfile reading --------------------------------------------------------------------
+
+
+@dataclass
+class Instruction:
+    start: int  # index of its first line
+    end: int  # index of its last line (continuations included)
+    keyword: str  # upper case
+    args: str  # the arguments, continuation lines joined
+
+
+_DIRECTIVE = re.compile(r"#\s*([a-zA-Z]+)\s*=\s*(\S+)\s*$")
+
+
+def parse_dockerfile(text: str) -> tuple[list[str], list[Instruction]]:
+    """The lines of a Dockerfile and its instructions (comments, blank lines, continuations and
+    the ``escape`` parser directive handled as the engine does).
+
+    >>> _, ins = parse_dockerfile("# c\\nFROM a AS b\\nRUN x \\\\\\n  # note\\n  y\\n")
+    >>> [(i.keyword, i.args, i.start, i.end) for i in ins]
+    [('FROM', 'a AS b', 1, 1), ('RUN', 'x y', 2, 4)]
+    """
+    lines = text.splitlines(keepends=True)
+    escape = "\\"
+    for line in lines:  # parser directives: only at the very top
+        m = _DIRECTIVE.match(line.strip())
+        if not m:
+            break
+        if m.group(1).lower() == "escape":
+            escape = m.group(2)[:1] or "\\"
+    out: list[Instruction] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip() or lines[i].lstrip().startswith("#"):
+            i += 1
+            continue
+        start, parts = i, []
+        while i < len(lines):
+            cur = lines[i].rstrip("\r\n").rstrip()
+            if cur.endswith(escape):
+                parts.append(cur[:-1])
+                i += 1
+                while i < len(lines) and lines[i].lstrip().startswith("#"):
+                    i += 1  # comment lines inside a continuation are dropped
+                continue
+            parts.append(cur)
+            break
+        end = min(i, len(lines) - 1)
+        i += 1
+        joined = " ".join(p.strip() for p in parts if p.strip())
+        keyword, _, args = joined.partition(" ")
+        out.append(Instruction(start, end, keyword.upper(), args.strip()))
+    return lines, out
+
+
+def _substitute(text: str, args: dict[str, str]) -> str:
+    """``$A``, ``${A}``, ``${A:-d}``, ``${A:+x}`` from ``args``; unknown names stay as written."""
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        op, word = m.group(3), m.group(4) or ""
+        value = args.get(name)
+        if op == ":-":
+            return value if value else word
+        if op == ":+":
+            return word if value else ""
+        return value if value is not None else m.group(0)
+
+    return re.sub(r"\$(?:(\w+)|\{(\w+)(?:(:-|:\+)([^}]*))?\})", sub, text)
+
+
+@dataclass
+class FromLine:
+    index: int  # of the instruction
+    flags: list[str]
+    image: str  # with global ARGs substituted
+    stage: str | None
+
+
+def from_lines(instructions: list[Instruction]) -> list[FromLine]:
+    """The FROM instructions, with global ARG defaults substituted into the image."""
+    global_args: dict[str, str] = {}
+    out: list[FromLine] = []
+    for n, ins in enumerate(instructions):
+        if ins.keyword == "ARG" and not out:
+            for item in ins.args.split():
+                key, _, value = item.partition("=")
+                global_args[key] = value.strip("\"'")
+        elif ins.keyword == "FROM":
+            tokens = ins.args.split()
+            flags = [t for t in tokens if t.startswith("--")]
+            rest = [t for t in tokens if not t.startswith("--")]
+            if not rest:
+                continue
+            stage = rest[2] if len(rest) >= 3 and rest[1].lower() == "as" else None
+            out.append(FromLine(n, flags, _substitute(rest[0], global_args), stage))
+    return out
+
+
+def dockerfile_workdir(text: str) -> str | None:
+    """The working directory the final stage ends with, when it is plain (no variables)."""
+    _, instructions = parse_dockerfile(text)
+    workdir: str | None = None
+    for ins in instructions:
+        if ins.keyword == "FROM":
+            workdir = None
+        elif ins.keyword == "WORKDIR" and ins.args:
+            path = ins.args.strip().strip("\"'")
+            if "$" in path:
+                return None
+            workdir = posixpath.normpath(posixpath.join(workdir or "/", path))
+    return workdir
+
+
+# ---- the plan: what to build, under which tag (no engine needed) ---------------------------
+
+
+@dataclass
+class BuildPlan:
+    tag: str
+    digest: str
+    dockerfile_text: str | None  # None: nothing to build, use `images[0]` as it is
+    images: list[str]  # the images the build starts from (after mapping)
+    applied: dict[str, str] = field(default_factory=dict)  # original -> mapped
+    ca: bytes | None = None
+
+
+def _slug(name: str) -> str:
+    """A valid repository path component from a task name."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:100] or "task"
+
+
+def _read_ca(ca_bundle: str | Path | None) -> bytes | None:
+    if ca_bundle is None:
+        return None
+    path = Path(ca_bundle)
+    if not path.is_file():
+        raise ConfigError(f"CA bundle {path} does not exist; give the host's bundle, e.g. "
+                          "/etc/ssl/certs/ca-certificates.crt")
+    data = path.read_bytes()
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        raise ConfigError(f"CA bundle {path} holds no PEM certificate "
+                          "(-----BEGIN CERTIFICATE-----)")
+    return data
+
+
+def plan_build(
+    task: Task, *, base_map: dict[str, str] | None = None, ca_bundle: str | Path | None = None
+) -> BuildPlan:
+    """Decide the Dockerfile to build and the tag it gets, without touching the engine.
+    ``base_map`` extends (and overrides) :data:`~terminal_env.images.BASE_IMAGE_ALIASES`."""
+    mapping = {**BASE_IMAGE_ALIASES, **(base_map or {})}
+    ca = _read_ca(ca_bundle)
+    if task.dockerfile is None:  # a prebuilt image: build only to inject the CA bundle
+        assert task.docker_image is not None
+        mapped = map_base_image(task.docker_image, mapping)
+        if ca is None:
+            return BuildPlan(mapped, "", None, [mapped],
+                             {task.docker_image: mapped} if mapped != task.docker_image else {})
+        text = f"FROM {task.docker_image}\n"
+    else:
+        text = task.dockerfile.read_text(encoding="utf-8", errors="replace")
+    lines, instructions = parse_dockerfile(text)
+    stages: set[str] = set()
+    applied: dict[str, str] = {}
+    images: list[str] = []
+    replace: dict[int, tuple[int, str]] = {}
+    inject: dict[int, list[str]] = {}
+    for fl in from_lines(instructions):
+        ins = instructions[fl.index]
+        if fl.image.lower() in stages or fl.image == "scratch":
+            ref = fl.image
+        else:
+            ref = map_base_image(fl.image, mapping)
+            images.append(ref)
+            if ref != fl.image:
+                applied[fl.image] = ref
+                # --platform is dropped: the stand-in is a local image built for this host
+                alias = f" AS {fl.stage}" if fl.stage else ""
+                replace[ins.start] = (ins.end, f"FROM {ref}{alias}\n")
+        if fl.stage:
+            stages.add(fl.stage.lower())
+        if ca is not None:
+            env = " ".join(f"{k}={v}" for k, v in ca_env().items())
+            inject[ins.end] = [f"COPY {CA_FILE} {CA_PATH}\n", f"ENV {env}\n"]
+    for ins in instructions:  # COPY --from=<image> also starts from an image
+        if ins.keyword in ("COPY", "ADD"):
+            for flag in ins.args.split():
+                src = flag[len("--from="):] if flag.startswith("--from=") else None
+                if src and src.lower() not in stages and not src.isdigit():
+                    images.append(map_base_image(src, mapping))
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i in replace:
+            end, new = replace[i]
+            out.append(new)
+            i = end
+        else:
+            out.append(lines[i] if lines[i].endswith("\n") else lines[i] + "\n")
+        out.extend(inject.get(i, []))
+        i += 1
+    blob = json.dumps({
+        "format": BUILD_FORMAT,
+        "environment": task.environment_digest,
+        "mapping": sorted(applied.items()),
+        "ca": hashlib.sha256(ca).hexdigest() if ca is not None else None,
+    }, sort_keys=True).encode()
+    digest = hashlib.sha256(blob).hexdigest()
+    return BuildPlan(f"{TAG_PREFIX}{_slug(task.name)}:{digest[:12]}", digest, "".join(out),
+                     images, applied, ca)
+
+
+def image_tag(task: Task, *, base_map: dict[str, str] | None = None,
+              ca_bundle: str | Path | None = None) -> str:
+    """The tag :func:`build_image` gives (or gave) this task's image."""
+    return plan_build(task, base_map=base_map, ca_bundle=ca_bundle).tag
+
+
+# ---- building ------------------------------------------------------------------------------
+
+
+def build_image(
+    task: Task,
+    client: docker.DockerClient | None = None,
+    *,
+    base_map: dict[str, str] | None = None,
+    ca_bundle: str | Path | None = None,
+    timeout: float | None = None,
+    log: Callable[[str], None] = print,
+    force: bool = False,
+) -> str:
+    """The local image of ``task``, built only when its tag is missing (or ``force``).
+
+    ``timeout`` defaults to the task's ``build_timeout``. Raises :class:`ImageNotFoundError`
+    before building when a ``FROM`` image is neither local nor mapped, and
+    :class:`ImageBuildError` (task name, reason, last lines of the log) when the build fails or
+    runs past the timeout.
+    """
+    client = client or get_client()
+    plan = plan_build(task, base_map=base_map, ca_bundle=ca_bundle)
+    if plan.dockerfile_text is None:  # prebuilt image, no CA bundle: nothing to build
+        _require_from(client, task, plan, plan.images)
+        return plan.tag
+    if not force and image_exists(client, plan.tag):
+        return plan.tag
+    _require_from(client, task, plan, [ref for ref in plan.images if "$" not in ref])
+    limit = float(timeout if timeout is not None else task.build_timeout)
+    with tempfile.TemporaryDirectory(prefix="terminal-env-build-") as tmp:
+        context = Path(tmp) / "context"
+        if task.dockerfile is not None:
+            top, excludes = task.environment_dir, set(task.context_excludes)
+            shutil.copytree(top, context, symlinks=True, ignore=lambda d, names: [
+                n for n in names if Path(d) == top and n in excludes])
+        else:
+            context.mkdir()
+        # Outside the context: docker-py then sends it under a random name that the engine
+        # drops from the context, so `COPY . /x` copies what it would copy without us.
+        dockerfile = Path(tmp) / "Dockerfile"
+        dockerfile.write_text(plan.dockerfile_text, encoding="utf-8")
+        if plan.ca is not None:
+            (context / CA_FILE).write_bytes(plan.ca)
+            ignore = context / ".dockerignore"
+            if ignore.is_file():  # a `*` rule would drop our file from the context
+                ignore.write_text(ignore.read_text() + f"\n!{CA_FILE}\n")
+        log(f"building {plan.tag} for task {task.name} (timeout {limit:g} s)")
+        _run_build(client, task, plan, context, dockerfile, limit, log)
+    return plan.tag
+
+
+def _require_from(
+    client: docker.DockerClient, task: Task, plan: BuildPlan, refs: list[str]
+) -> None:
+    missing = [ref for ref in dict.fromkeys(refs) if not image_exists(client, ref)]
+    if not missing:
+        return
+    reverse = {v: k for k, v in plan.applied.items()}
+    lines = []
+    for ref in missing:
+        if ref in reverse:
+            remedy = ("run `terminal-env images bootstrap`" if ref.startswith("terminal-env/base:")
+                      else f"build or `docker load` {ref}, or map {reverse[ref]} elsewhere")
+            lines.append(f"{reverse[ref]} is mapped to {ref}, which is not in the local engine: "
+                         f"{remedy}")
+        else:
+            lines.append(
+                f"{ref} is not in the local engine and cannot be pulled here: map it to a "
+                f"compatible local image with `--base-map {ref.split('@')[0]}=LOCAL_IMAGE` "
+                f"(base_map={{...}} in Python; e.g. LOCAL_IMAGE={BASE_IMAGE}), or `docker load` it"
+            )
+    raise ImageNotFoundError(f"cannot build the image of task {task.name!r}: " + "; ".join(lines))
+
+
+def _abort(response: Any) -> None:
+    """Cut the build's connection: the engine then cancels the build and removes its container.
+    (A blocked read in another thread wakes up only on shutdown, not on close.)"""
+    try:
+        raw = response.raw._fp.fp.raw
+        getattr(raw, "_sock", raw).shutdown(socket.SHUT_RDWR)
+    except (AttributeError, OSError):
+        pass
+
+
+def _run_build(client: docker.DockerClient, task: Task, plan: BuildPlan, context: Path,
+               dockerfile: Path, limit: float, log: Callable[[str], None]) -> None:
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+
+    def failure(reason: str) -> ImageBuildError:
+        shown = "\n".join(tail) or "(no output)"
+        return ImageBuildError(
+            f"building the image of task {task.name!r} ({task.path}) {reason}\n"
+            f"--- last {len(tail)} lines of the build log ---\n{shown}"
+        )
+
+    labels = {LABEL_TASK: task.name, LABEL_ENV_DIGEST: task.environment_digest,
+              LABEL_BUILD_DIGEST: plan.digest}
+    try:
+        # The HTTP timeout only bounds one silent read; the deadline below bounds the build.
+        stream = client.api.build(
+            path=str(context), dockerfile=str(dockerfile), tag=plan.tag, rm=True, forcerm=True,
+            pull=False, decode=True, timeout=int(limit) + 30, labels=labels,
+        )
+    except docker.errors.APIError as exc:
+        raise failure(f"was refused by the engine: {exc.explanation or exc}") from None
+    frame = getattr(stream, "gi_frame", None)
+    response = frame.f_locals.get("response") if frame is not None else None
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for item in stream:
+                events.put(("item", item))
+            events.put(("end", None))
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting thread
+            events.put(("exc", exc))
+
+    threading.Thread(target=pump, name=f"build-{task.name}", daemon=True).start()
+    deadline = time.monotonic() + limit
+    built = False
+    while True:
+        try:
+            kind, item = events.get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            _abort(response)
+            raise failure(f"timed out after {limit:g} s (the build timeout: [environment] "
+                          "build_timeout_sec, or --timeout); the build was cancelled") from None
+        if kind == "end":
+            break
+        if kind == "exc":
+            detail = item.explanation if isinstance(item, docker.errors.APIError) else item
+            if isinstance(item, requests.RequestException):
+                detail = f"the engine stopped answering ({type(item).__name__})"
+            raise failure(f"failed: {detail}")
+        if not isinstance(item, dict):
+            continue
+        if "error" in item:
+            raise failure(f"failed: {str(item['error']).strip()}")
+        text = item.get("stream") or item.get("status") or ""
+        for line in str(text).splitlines():
+            if line.strip():
+                tail.append(line)
+                log(line)
+        if "aux" in item and isinstance(item["aux"], dict) and item["aux"].get("ID"):
+            built = True
+    if not built and not image_exists(client, plan.tag):
+        raise failure("ended without producing an image")

@@ -1,0 +1,150 @@
+"""``terminal-env tasks ...``: validate, build and import task directories.
+
+Wired into the main parser with :func:`add_tasks_parser`. Each command returns an exit status
+(0 fine, 1 problems found); user mistakes and infrastructure failures raise
+:class:`~terminal_env.errors.TerminalEnvError` subclasses, which the main CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import ConfigError, InfraError
+from .model import Problem
+
+console = Console(highlight=False)
+
+
+def _problem_table(problems: list[Problem], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in ("file", "field", "severity", "message"):
+        table.add_column(col, overflow="fold")
+    for p in problems:
+        style = "red" if p.severity == "error" else "yellow"
+        # Text, not markup: messages contain [tables] that rich would read as tags
+        table.add_row(Text(p.file), Text(p.field or "-"), Text(p.severity, style=style),
+                      Text(p.message))
+    return table
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .load import find_tasks, validate
+
+    problems = validate(args.paths, strict=args.strict)
+    errors = [p for p in problems if p.severity == "error"]
+    if args.json:
+        print(json.dumps({"ok": not errors, "problems": [p.to_dict() for p in problems]}, indent=2))
+        return 1 if errors else 0
+    try:
+        n_tasks = len(find_tasks(args.paths))
+    except ConfigError:
+        n_tasks = 0
+    if problems:
+        console.print(_problem_table(problems, f"{len(errors)} error(s), "
+                                     f"{len(problems) - len(errors)} warning(s)"))
+    verdict = "[red]invalid[/red]" if errors else "[green]valid[/green]"
+    console.print(f"{n_tasks} task(s) checked: {verdict}")
+    return 1 if errors else 0
+
+
+def parse_base_map(items: list[str] | None) -> dict[str, str]:
+    """``["A=B", ...]`` -> ``{"A": "B"}``.
+
+    >>> parse_base_map(["ghcr.io/x/y:1=terminal-env/base:bookworm-1"])
+    {'ghcr.io/x/y:1': 'terminal-env/base:bookworm-1'}
+    """
+    out: dict[str, str] = {}
+    for item in items or []:
+        image, sep, local = item.partition("=")
+        if not sep or not image.strip() or not local.strip():
+            raise ConfigError(f"--base-map expects IMAGE=LOCAL_IMAGE, got {item!r}")
+        out[image.strip()] = local.strip()
+    return out
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..engine import get_client
+    from ..images import image_exists
+    from .build import build_image, image_tag
+    from .load import find_tasks, load_task
+
+    base_map = parse_base_map(args.base_map)
+    tasks = [load_task(p) for p in find_tasks(args.paths)]  # every task valid before any build
+    client = get_client()
+    table = Table(title=f"{len(tasks)} task image(s)")
+    for col in ("task", "image", "status", "seconds"):
+        table.add_column(col)
+    failed = 0
+    for task in tasks:
+        t0 = time.monotonic()
+        kw: dict[str, Any] = {"base_map": base_map, "ca_bundle": args.ca_bundle}
+        cached = not args.force and image_exists(client, image_tag(task, **kw))
+        try:
+            tag = build_image(task, client, timeout=args.timeout, force=args.force,
+                              log=lambda line: _progress(line, args.verbose), **kw)
+        except InfraError as exc:  # one task's failure does not stop the others
+            failed += 1
+            console.print(Text(f"error: {exc}", style="red"))
+            table.add_row(Text(task.name), "-", Text("failed", style="red"),
+                          f"{time.monotonic() - t0:.1f}")
+            continue
+        table.add_row(Text(task.name), Text(tag), "cached" if cached else "built",
+                      f"{time.monotonic() - t0:.1f}")
+    console.print(table)
+    return 1 if failed else 0
+
+
+def _progress(line: str, verbose: bool) -> None:
+    """The whole build log with --verbose, else only its steps."""
+    if verbose or line.startswith(("Step ", "building ")):
+        console.print(Text(line, style="dim"))
+
+
+def cmd_import_tb1(args: argparse.Namespace) -> int:
+    from .load import read_task
+    from .tb1 import import_tb1
+
+    dest = import_tb1(args.src, args.dest)
+    _, problems = read_task(dest)
+    if problems:
+        console.print(_problem_table(problems, "warnings of the imported task"))
+    console.print(f"imported {args.src} -> [bold]{dest}[/bold] (Harbor format)")
+    return 0
+
+
+def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``tasks validate|build|import-tb1`` to the main CLI's subparsers."""
+    t = subparsers.add_parser("tasks", help="validate, build and import task directories")
+    sub = t.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
+
+    v = sub.add_parser("validate", help="report every problem of the tasks (file, field, reason)")
+    v.add_argument("paths", nargs="+", metavar="PATH", help="a task dir, or a dir of task dirs")
+    v.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    v.add_argument("--json", action="store_true", help="print JSON")
+    v.set_defaults(func=cmd_validate)
+
+    b = sub.add_parser("build", help="build the tasks' images (cached by content)")
+    b.add_argument("paths", nargs="+", metavar="PATH")
+    b.add_argument("--base-map", action="append", metavar="IMAGE=LOCAL",
+                   help="build FROM LOCAL where a Dockerfile says FROM IMAGE (repeatable; added "
+                        "to the built-in Terminal-Bench mappings)")
+    b.add_argument("--ca-bundle", metavar="FILE",
+                   help="the host's CA bundle, for builds behind a TLS-intercepting proxy")
+    b.add_argument("--timeout", type=float, default=None,
+                   help="build timeout in seconds (default: the task's build_timeout_sec)")
+    b.add_argument("--force", action="store_true", help="rebuild even when the image exists")
+    b.add_argument("-v", "--verbose", action="store_true", help="print the build log")
+    b.set_defaults(func=cmd_build)
+
+    i = sub.add_parser("import-tb1", help="write a Terminal-Bench 1.x task in Harbor's format")
+    i.add_argument("src", metavar="SRC")
+    i.add_argument("dest", metavar="DEST")
+    i.set_defaults(func=cmd_import_tb1)
+    return t

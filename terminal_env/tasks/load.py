@@ -1,0 +1,353 @@
+"""Finding, reading and validating task directories.
+
+Two formats are read: Harbor's (``task.toml``, ``instruction.md``, ``environment/``, ``tests/``,
+``solution/``; the format of Terminal-Bench 2.x) and Terminal-Bench 1.x's (``task.yaml``; see
+:mod:`terminal_env.tasks.tb1`). Both become the same :class:`~terminal_env.tasks.model.Task`.
+
+Every problem of a task is collected with its file, field, reason and remedy. Errors make the
+task unloadable; warnings (unknown keys, which Harbor also ignores, a missing oracle solution,
+features this project does not run) let it load and are kept on ``Task.warnings``.
+``strict=True`` treats warnings as errors.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from ..errors import ConfigError
+from .model import (
+    MIN_MEMORY_MB,
+    HarborTaskToml,
+    Problem,
+    Problems,
+    Task,
+    TaskFormatError,
+    check_seconds,
+    environment_digest,
+    files_digest,
+    parse_size_mb,
+    read_terminal_env_metadata,
+    strip_unknown,
+    tree_files,
+    validation_problems,
+)
+
+HARBOR_MARKERS = ("task.toml", "instruction.md")
+TB1_MARKERS = ("task.yaml",)
+DEFAULT_WORKDIR = "/app"
+
+
+# ---- finding tasks -------------------------------------------------------------------------
+
+
+def is_task_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / m).is_file() for m in HARBOR_MARKERS + TB1_MARKERS)
+
+
+def find_tasks(paths: Iterable[str | Path], *, max_depth: int = 3) -> list[Path]:
+    """Task directories among ``paths``: each is a task directory, or a directory holding task
+    directories (searched up to ``max_depth`` levels; hidden directories are skipped)."""
+    found: list[Path] = []
+
+    def walk(path: Path, depth: int) -> None:
+        if is_task_dir(path):
+            found.append(path)
+        elif depth < max_depth:
+            for child in sorted(p for p in path.iterdir() if p.is_dir()):
+                if not child.name.startswith((".", "__")):
+                    walk(child, depth + 1)
+
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            raise ConfigError(f"{path} is not a directory; give a task directory or a directory "
+                              "of task directories")
+        before = len(found)
+        walk(path, 0)
+        if len(found) == before:
+            raise ConfigError(f"no task found in {path}: a task directory holds task.toml "
+                              "(Harbor) or task.yaml (Terminal-Bench 1.x)")
+    return list(dict.fromkeys(found))
+
+
+# ---- loading -------------------------------------------------------------------------------
+
+
+def read_task(path: str | Path) -> tuple[Task | None, list[Problem]]:
+    """Read one task directory: the task (None when it has errors) and every problem found."""
+    given = Path(path)
+    problems = Problems()
+    if not given.is_dir():
+        problems.error(given, "", "not a directory; give a task directory")
+        return None, problems.items
+    path = Path(os.path.abspath(given))  # the Task holds absolute paths; problems show `given`
+    try:
+        if (path / "task.yaml").is_file() and not (path / "task.toml").is_file():
+            from .tb1 import read_tb1
+
+            task = read_tb1(path, problems)
+        else:
+            task = read_harbor(path, problems)
+    except ValidationError as exc:  # a value the file schemas let through but Task does not
+        validation_problems(exc, path, "", problems)
+        task = None
+    shown = [_relative(p, path, given) for p in problems.items]
+    if problems.errors:
+        return None, shown
+    if task is not None and task.warnings:
+        warnings = [_relative(p, path, given) for p in task.warnings]
+        task = task.model_copy(update={"warnings": warnings})
+    return task, shown
+
+
+def _relative(p: Problem, root: Path, given: Path) -> Problem:
+    if p.file == str(root) or p.file.startswith(f"{root}/"):
+        return Problem(str(given) + p.file[len(str(root)):], p.field, p.message, p.severity)
+    return p
+
+
+def load_task(path: str | Path, *, strict: bool = False) -> Task:
+    """Load and validate one task directory (Harbor or Terminal-Bench 1.x, detected).
+
+    Raises :class:`TaskFormatError` listing every problem when there is an error (or, with
+    ``strict``, a warning). Warnings of a loaded task are on ``task.warnings``.
+    """
+    task, problems = read_task(path)
+    if task is None or (strict and problems):
+        raise TaskFormatError(path, problems)
+    return task
+
+
+def validate(paths: Iterable[str | Path], strict: bool = False) -> list[Problem]:
+    """Every problem of every task under ``paths``; with ``strict`` warnings become errors."""
+    problems: list[Problem] = []
+    for raw in paths:
+        try:
+            dirs = find_tasks([raw])
+        except ConfigError as exc:
+            problems.append(Problem(str(raw), "", str(exc), "error"))
+            continue
+        for d in dirs:
+            problems += read_task(d)[1]
+    if strict:
+        problems = [Problem(p.file, p.field, p.message, "error") for p in problems]
+    return problems
+
+
+# ---- Harbor --------------------------------------------------------------------------------
+
+
+def _read_toml(file: Path, problems: Problems) -> dict[str, Any] | None:
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
+        problems.error(file, "", f"invalid TOML: {exc}; fix the syntax there")
+    except UnicodeDecodeError as exc:
+        problems.error(file, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    return None
+
+
+def read_instruction(file: Path, problems: Problems) -> str:
+    if not file.is_file():
+        problems.error(file, "", "missing: the instruction shown to the agent; "
+                       "write it in Markdown")
+        return ""
+    text = file.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
+        problems.error(file, "", "empty: write what the agent must do")
+    return text
+
+
+def _size(
+    problems: Problems, file: Path, field: str, mb: int | None, text: str | None
+) -> int | None:
+    if mb is not None:
+        return mb
+    if text is None:
+        return None
+    try:
+        return parse_size_mb(text)
+    except ValueError as exc:
+        problems.error(file, field, f"{exc}; or write {field}_mb = <megabytes>")
+        return None
+
+
+def _limits(problems: Problems, file: Path, env: Any, prefix: str) -> dict[str, Any]:
+    """cpus / memory_mb / storage_mb / gpus of an [environment]-like table, checked."""
+    memory = _size(problems, file, f"{prefix}.memory", env.memory_mb, env.memory)
+    storage = _size(problems, file, f"{prefix}.storage", env.storage_mb, env.storage)
+    if not math.isfinite(env.cpus) or env.cpus <= 0:
+        problems.error(file, f"{prefix}.cpus", f"must be a positive number, got {env.cpus!r}")
+    elif not float(env.cpus).is_integer():
+        problems.warning(file, f"{prefix}.cpus", f"{env.cpus!r} is used here, but Harbor reads "
+                         "cpus as a whole number: the task would not load there")
+    if memory is not None and memory < MIN_MEMORY_MB:
+        problems.error(file, f"{prefix}.memory_mb",
+                       f"{memory} MB is too little to start a shell; give at least {MIN_MEMORY_MB}")
+    if storage is not None and storage <= 0:
+        problems.error(file, f"{prefix}.storage_mb", f"must be positive, got {storage}")
+    if env.gpus < 0:
+        problems.error(file, f"{prefix}.gpus", f"must be 0 or more, got {env.gpus}")
+    elif env.gpus > 0:
+        problems.warning(file, f"{prefix}.gpus", "GPUs are not given to sandboxes here; ignored")
+    out: dict[str, Any] = {"cpus": float(env.cpus)}
+    if memory is not None:
+        out["memory_mb"] = memory
+    if storage is not None:
+        out["storage_mb"] = storage
+    return out
+
+
+def _network(problems: Problems, file: Path, prefix: str, mode: str | None,
+             allow: bool | None) -> bool | None:
+    if mode == "allowlist":
+        problems.warning(file, f"{prefix}.network_mode",
+                         "host allowlists are not enforced here: the sandbox gets no network")
+        return False
+    if mode is not None:
+        return mode == "public"
+    return allow
+
+
+def read_harbor(path: Path, problems: Problems) -> Task | None:
+    toml_file = path / "task.toml"
+    instruction = read_instruction(path / "instruction.md", problems)
+    data: dict[str, Any] | None = None
+    if toml_file.is_file():
+        data = _read_toml(toml_file, problems)
+    else:
+        problems.error(toml_file, "", "missing: every Harbor task has a task.toml (copy one from "
+                       "tests/data/tasks/harbor-sum and edit it)")
+
+    config: HarborTaskToml | None = None
+    if data is not None:
+        def unknown(field: str, key: str, known: list[str]) -> None:
+            where = f"[{field.rsplit('.', 1)[0]}]" if "." in field else "the top level"
+            problems.warning(toml_file, field, f"unknown key {key!r} in {where}, ignored "
+                             f"(known: {', '.join(known)}); remove or rename it")
+
+        data = strip_unknown(data, HarborTaskToml, "", unknown)
+        try:
+            config = HarborTaskToml.model_validate(data)
+        except ValidationError as exc:
+            validation_problems(exc, toml_file, "", problems)
+
+    env_cfg = config.environment if config else None
+    docker_image = env_cfg.docker_image if env_cfg else None
+    env_dir = path / "environment"
+    dockerfile: Path | None = env_dir / "Dockerfile"
+    if (env_dir / "docker-compose.yaml").is_file() or (env_dir / "docker-compose.yml").is_file():
+        problems.error(env_dir / "docker-compose.yaml", "",
+                       "multi-container environments are not supported here; use one Dockerfile")
+    if not (env_dir / "Dockerfile").is_file():
+        if docker_image:
+            dockerfile = None
+        else:
+            problems.error(env_dir / "Dockerfile", "", "missing: the sandbox image is built from "
+                           "environment/Dockerfile (or name a prebuilt [environment] docker_image)")
+    tests_dir = path / "tests"
+    if not (tests_dir / "test.sh").is_file():
+        problems.error(tests_dir / "test.sh", "", "missing: the verifier runs "
+                       "`bash /tests/test.sh`, which writes /logs/verifier/reward.txt "
+                       "(or reward.json)")
+    solve = path / "solution" / "solve.sh"
+    if not solve.is_file():
+        problems.warning(solve, "", "missing: the oracle cannot run this task (write a reference "
+                         "solution to check that the task is solvable)")
+    if config is None:
+        return None
+
+    f = toml_file
+    version = config.schema_version or config.version
+    if version is not None and not str(version).startswith("1."):
+        problems.warning(f, "schema_version", f"{version!r} is newer than the 1.x this reads")
+    if config.steps is not None:
+        problems.error(f, "steps", "multi-step tasks ([[steps]]) are not supported here")
+    if env_cfg is not None and env_cfg.os not in (None, "linux"):
+        problems.error(f, "environment.os", f"only linux sandboxes run here, got {env_cfg.os!r}")
+    check_seconds(problems, f, "agent.timeout_sec", config.agent.timeout_sec)
+    check_seconds(problems, f, "verifier.timeout_sec", config.verifier.timeout_sec)
+    check_seconds(problems, f, "environment.build_timeout_sec",
+                  config.environment.build_timeout_sec)
+    limits = _limits(problems, f, config.environment, "environment")
+    network = _network(problems, f, "environment", config.environment.network_mode,
+                       config.environment.allow_internet)
+
+    ours, meta = read_terminal_env_metadata(config.metadata, f, "metadata", problems)
+    harbor_mode = {"shared": "same", "separate": "separate"}.get(
+        config.verifier.environment_mode or "")
+    if harbor_mode is None and config.verifier.environment is not None:
+        harbor_mode = "separate"  # as in Harbor: a verifier environment implies separate mode
+    if meta.verifier_mode and harbor_mode and meta.verifier_mode != harbor_mode:
+        problems.error(f, "metadata.terminal_env.verifier_mode",
+                       f"{meta.verifier_mode!r} contradicts [verifier] environment_mode "
+                       f"{config.verifier.environment_mode!r}; keep one of them")
+    verifier_mode = meta.verifier_mode or harbor_mode or "same"
+    verifier_environment: dict[str, Any] = {}
+    if config.verifier.environment is not None:
+        venv = config.verifier.environment
+        verifier_environment = _limits(problems, f, venv, "verifier.environment")
+        verifier_environment["network"] = bool(
+            _network(problems, f, "verifier.environment", venv.network_mode, venv.allow_internet))
+    if verifier_mode == "separate" and not (tests_dir / "Dockerfile").is_file():
+        problems.warning(tests_dir / "Dockerfile", "", "Harbor builds the separate verifier "
+                         "sandbox from tests/Dockerfile; add one for the task to run in Harbor")
+    artifacts = [a if isinstance(a, str) else a.source for a in config.artifacts]
+    for i, a in enumerate(artifacts):
+        if not a.startswith("/"):
+            problems.error(f, f"artifacts[{i}]", f"must be an absolute path, got {a!r}")
+    if config.task is not None and "/" not in config.task.name:
+        problems.warning(f, "task.name", f"Harbor expects 'org/name', got {config.task.name!r}")
+
+    workdir = meta.workdir
+    if workdir is None and dockerfile is not None and dockerfile.is_file():
+        from .build import dockerfile_workdir
+
+        workdir = dockerfile_workdir(dockerfile.read_text(encoding="utf-8", errors="replace"))
+    if problems.errors:
+        return None
+    tags = list(ours["tags"]) or (list(config.task.keywords) if config.task else [])
+    user = config.agent.user
+    vuser = config.verifier.user
+    return Task(
+        name=config.task.name.rsplit("/", 1)[-1] if config.task else path.name,
+        path=path,
+        format="harbor",
+        instruction=instruction,
+        environment_dir=env_dir,
+        dockerfile=dockerfile,
+        docker_image=docker_image,
+        tests_dir=tests_dir,
+        test_command=["bash", "/tests/test.sh"],
+        result_format="harbor",
+        verifier_env=dict(config.verifier.env),
+        verifier_user=None if vuser is None else str(vuser),
+        verifier_mode=verifier_mode,
+        verifier_environment=verifier_environment,
+        artifacts=list(dict.fromkeys(artifacts + meta.artifacts)),
+        check_weights=dict(meta.check_weights),
+        protected_paths=list(meta.protected_paths),
+        solution_script=solve if solve.is_file() else None,
+        solution_env=dict(config.solution.env),
+        agent_timeout=config.agent.timeout_sec or Task.model_fields["agent_timeout"].default,
+        verifier_timeout=config.verifier.timeout_sec,
+        build_timeout=config.environment.build_timeout_sec,
+        gpus=config.environment.gpus,
+        allow_internet=bool(network),
+        env=dict(config.environment.env),
+        agent_user=None if user is None else str(user),
+        workdir=workdir or DEFAULT_WORKDIR,
+        tags=tags,
+        metadata=dict(config.metadata),
+        tests_digest=files_digest(dict(tree_files(tests_dir))),
+        environment_digest=environment_digest(env_dir, (), dockerfile, docker_image),
+        warnings=problems.warnings,
+        **{k: v for k, v in ours.items() if k != "tags"},
+        **limits,
+    )

@@ -1,0 +1,333 @@
+"""The protected verifier: runs a task's tests after an episode so that the agent cannot fool them.
+
+The order of the steps is the protection:
+
+1. **Freeze.** Every process in the sandbox except PID 1 and its keeper is stopped, then killed
+   (SIGSTOP first, so a fork bomb cannot outrun the sweep; repeated until nothing is left). A
+   background job that would rewrite results after submit is gone before the tests exist.
+2. **Tamper check.** The container is diffed against its image (``docker diff``). Files of the
+   image that were changed or deleted under protected trees (interpreters, shells, libraries,
+   the test framework), new modules that would shadow pytest or run at interpreter start-up
+   (``sitecustomize``, ``.pth`` with code, a ``conftest.py`` at ``/``), anything under
+   ``/tests`` or ``/logs/verifier``, and any change under the task's own protected paths make
+   the outcome ``tampered``, with reward 0 and the paths named.
+3. **Fresh tests.** Stale ``/tests`` and ``/logs/verifier`` are removed; the task's tests are
+   copied in, owned by root. The digest of the tests on disk must equal the one recorded when
+   the task was loaded (a changed verifier is detected, not silently used).
+4. **Run.** ``test.sh`` runs as root in a new exec (not the agent's shell), with no network
+   (networks are disconnected first), an in-container timeout, and an environment that closes
+   the usual side doors (``PYTHONNOUSERSITE``, empty ``BASH_ENV``/``PYTHONPATH``/``LD_PRELOAD``/
+   ``PYTEST_ADDOPTS``).
+5. **Read back.** After the run, processes are swept again, and only regular files that the run
+   wrote into the fresh ``/logs/verifier`` are read; invalid rewards are failures.
+
+``separate`` mode instead starts a fresh container from the pristine image, copies only the
+task's declared artifacts into it, and runs the tests there.
+
+Outcomes: ``passed``, ``failed``, ``partial``, ``timeout``, ``tampered``, ``infra_error``. Every
+failure of the engine or the sandbox becomes ``infra_error``: never scored as the agent's.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+import time
+from typing import Any, Iterable
+
+import docker.errors
+
+from ..errors import InfraError, TerminalEnvError
+from ..sandbox import Sandbox, SandboxConfig
+from .parse import parse_results
+from .result import VerifierResult
+
+# Trees whose files from the image must not be changed or deleted (additions are allowed there:
+# installing a tool is legitimate work, replacing one is not).
+PROTECTED_TREES = (
+    "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/lib", "/lib", "/lib64",
+    "/usr/local/bin", "/usr/local/lib", "/etc/ld.so.preload", "/etc/bash.bashrc",
+    "/etc/profile", "/etc/environment",
+)
+# Trees where any change at all counts: they belong to the verifier.
+VERIFIER_TREES = ("/tests", "/logs/verifier")
+# New files with these names change how Python or pytest start, wherever they appear.
+STARTUP_HOOKS = {"sitecustomize.py", "usercustomize.py"}
+SHADOW_MODULES = ("pytest", "_pytest", "pluggy", "py.py", "iniconfig")
+# Config files pytest reads from the rootdir and its ancestors: at "/" they steer every run.
+ROOT_CONFIGS = {"/conftest.py", "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml"}
+RESULT_FILES_LIMIT = 10 * 1024 * 1024
+
+# Run as root in the sandbox: stop then kill everything but PID 1, its keeper (the lowest-pid
+# child of PID 1, started with the container), this shell and its parent (the in-container
+# `timeout` that wraps every exec). SIGSTOP first so that nothing can
+# fork while the sweep runs; repeated until a round finds no process left.
+_SWEEP = r"""
+self=$$
+parent=$PPID
+keep=$(tr ' ' '\n' < /proc/1/task/1/children 2>/dev/null | grep -E '^[0-9]+$' | sort -n | head -n 1)
+round=0
+while [ $round -lt 20 ]; do
+  round=$((round + 1)); found=0
+  for sig in STOP KILL; do
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      case "$p" in 1|"$keep"|"$self"|"$parent") continue ;; esac
+      state=$(cut -d')' -f2 "$d/stat" 2>/dev/null | cut -c2)
+      [ "$state" = Z ] && continue
+      [ -n "$state" ] || continue
+      kill -"$sig" "$p" 2>/dev/null && found=1
+    done
+  done
+  [ $found = 0 ] && exit 0
+  sleep 0.05
+done
+echo "processes still alive after 20 sweeps" >&2
+exit 3
+"""
+
+_SAFE_ENV = {
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPATH": "",
+    "PYTHONSTARTUP": "",
+    "PYTEST_ADDOPTS": "",
+    "PYTEST_PLUGINS": "",
+    "BASH_ENV": "",
+    "ENV": "",
+    "LD_PRELOAD": "",
+    "LD_LIBRARY_PATH": "",
+    "TEST_DIR": "/tests",
+}
+
+
+class ProtectedVerifier:
+    """Verify an episode of ``task`` (a loaded :class:`terminal_env.tasks.Task`).
+
+    Call it with the episode's sandbox: ``verifier(sandbox, spec) -> VerifierResult``. That is the
+    ``verifier`` hook of :class:`terminal_env.TerminalEnv`.
+    """
+
+    def __init__(
+        self,
+        task: Any,
+        *,
+        mode: str | None = None,
+        timeout: float | None = None,
+        protected_paths: Iterable[str] = (),
+    ):
+        self.task = task
+        self.mode = mode or getattr(task, "verifier_mode", "same") or "same"
+        if self.mode not in ("same", "separate"):
+            raise TerminalEnvError(f"verifier mode must be 'same' or 'separate', got {self.mode!r}")
+        self.timeout = timeout or float(getattr(task, "verifier_timeout", 600) or 600)
+        self.protected = tuple(getattr(task, "protected_paths", ()) or ()) + tuple(protected_paths)
+        self.last_timings: dict[str, float] = {}
+
+    def __call__(self, sandbox: Sandbox, spec: Any = None) -> VerifierResult:
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        try:
+            result = self._verify(sandbox, timings)
+        except (InfraError, docker.errors.APIError, OSError) as exc:
+            result = VerifierResult.infra_error(f"verification could not run: {exc}")
+        timings["total"] = time.perf_counter() - t0
+        self.last_timings = timings
+        return result.model_copy(update={"tests_digest": self.task.tests_digest})
+
+    # ------------------------------------------------------------------ steps
+    def _verify(self, sandbox: Sandbox, timings: dict[str, float]) -> VerifierResult:
+        t = time.perf_counter()
+        sandbox.check_alive()
+        self._sweep(sandbox)
+        timings["freeze"] = time.perf_counter() - t
+        changed = _recompute_digest(self.task)
+        if changed:
+            return VerifierResult.infra_error(changed)
+        if self.mode == "separate":
+            return self._verify_separate(sandbox, timings)
+        t = time.perf_counter()
+        tampered = self.tamper_check(sandbox)
+        timings["tamper_check"] = time.perf_counter() - t
+        if tampered:
+            shown = ", ".join(tampered[:10]) + (" ..." if len(tampered) > 10 else "")
+            return VerifierResult.tampered(
+                tampered, f"protected files were changed during the episode: {shown}"
+            )
+        return self._run_tests(sandbox, timings)
+
+    def _sweep(self, sandbox: Sandbox) -> None:
+        res = sandbox.exec(["sh", "-c", _SWEEP], user="root", timeout=60)
+        if res.exit_code not in (0,):
+            raise InfraError(f"could not stop the agent's processes: {res.output[-500:]}")
+
+    def tamper_check(self, sandbox: Sandbox) -> list[str]:
+        """Paths whose changes make the episode ``tampered`` (empty: nothing suspicious)."""
+        changes = sandbox.client.api.diff(sandbox.id) or []
+        flagged: list[str] = []
+        maybe_files: list[str] = []
+        pth_files: list[str] = []
+        for change in changes:
+            path, kind = change["Path"], change["Kind"]  # 0 changed, 1 added, 2 deleted
+            base = posixpath.basename(path)
+            if _under(path, VERIFIER_TREES) or _under(path, self.protected):
+                flagged.append(path)
+            elif path in ROOT_CONFIGS and kind != 2:
+                flagged.append(path)
+            elif base in STARTUP_HOOKS or path.startswith("/etc/python"):
+                # Debian links /usr/lib/python3.X/sitecustomize.py to /etc/python3.X/: writing
+                # through the link changes the file in /etc, so both places count.
+                flagged.append(path)
+            elif kind == 1 and _python_path(path) and base.split(".")[0] in {m.split(".")[0] for m in SHADOW_MODULES}:
+                flagged.append(path)
+            elif kind == 1 and _python_path(path) and base.endswith(".pth"):
+                pth_files.append(path)
+            elif _under(path, PROTECTED_TREES):
+                if kind == 2:
+                    flagged.append(path)
+                elif kind == 0:
+                    maybe_files.append(path)  # a changed directory is fine, a changed file is not
+        if maybe_files or pth_files:
+            # One exec: which of the changed paths are files, and which .pth files carry code.
+            script = (
+                'for p in "$@"; do case "$p" in *.pth) grep -qE "^(import|exec)" "$p" 2>/dev/null'
+                ' && echo "$p" ;; *) [ -d "$p" ] || echo "$p" ;; esac; done'
+            )
+            res = sandbox.exec(["sh", "-c", script, "sh", *maybe_files, *pth_files], user="root", timeout=60)
+            flagged += [
+                p for p in res.stdout.decode("utf-8", "replace").splitlines()
+                if p and posixpath.basename(p) != "distutils-precedence.pth"
+            ]
+        return sorted(set(flagged))
+
+    def _run_tests(self, sandbox: Sandbox, timings: dict[str, float]) -> VerifierResult:
+        task = self.task
+        t = time.perf_counter()
+        self._disconnect_networks(sandbox)
+        prep = sandbox.exec(
+            ["sh", "-c", "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier"],
+            user="root",
+            timeout=60,
+        )
+        if prep.exit_code != 0:
+            raise InfraError(f"could not reset /tests and /logs/verifier: {prep.output[-500:]}")
+        sandbox.client.api.put_archive(sandbox.id, "/tests", _tar_of(task.verifier_files()))
+        timings["copy_tests"] = time.perf_counter() - t
+        env = {**{str(k): str(v) for k, v in (getattr(task, "verifier_env", {}) or {}).items()}, **_SAFE_ENV}
+        t = time.perf_counter()
+        run = sandbox.exec(
+            list(task.test_command),
+            user="root",
+            timeout=self.timeout,
+            workdir=getattr(task, "workdir", None) or "/",
+            env=env,
+        )
+        timings["tests"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._sweep(sandbox)  # whatever the tests started must not write after them
+        files = _read_results(sandbox)
+        timings["read_back"] = time.perf_counter() - t
+        log_tail = (run.stdout + run.stderr).decode("utf-8", "replace")[-2000:]
+        if run.timed_out:
+            return VerifierResult.timeout(
+                f"the verifier did not finish within {self.timeout:g} s",
+                duration=run.duration, log_tail=log_tail,
+            )
+        result = parse_results(
+            files,
+            exit_code=run.exit_code,
+            stdout=run.stdout.decode("utf-8", "replace"),
+            weights=getattr(task, "check_weights", None) or None,
+            fmt=getattr(task, "result_format", "harbor"),
+        )
+        return result.model_copy(
+            update={"duration": run.duration, "exit_code": run.exit_code, "log_tail": log_tail}
+        )
+
+    def _verify_separate(self, agent_box: Sandbox, timings: dict[str, float]) -> VerifierResult:
+        artifacts = list(getattr(self.task, "artifacts", ()) or ())
+        cfg = agent_box.config
+        fresh = Sandbox(
+            SandboxConfig(
+                image=cfg.image, cpus=cfg.cpus, memory_mb=cfg.memory_mb,
+                pids_limit=cfg.pids_limit, network=False, workdir=cfg.workdir,
+                env=dict(cfg.env), runtime=cfg.runtime, run_id=cfg.run_id,
+                task=f"{cfg.task}-verify",
+            ),
+            client=agent_box.client,
+        )
+        t = time.perf_counter()
+        with fresh:
+            for path in artifacts:
+                try:
+                    stream, _ = agent_box.container.get_archive(path)
+                except docker.errors.NotFound:
+                    continue  # an artifact the agent did not produce: the tests will say so
+                parent = posixpath.dirname(path.rstrip("/")) or "/"
+                fresh.exec(["mkdir", "-p", parent], user="root", timeout=30)
+                fresh.client.api.put_archive(fresh.id, parent, b"".join(stream))
+            timings["copy_artifacts"] = time.perf_counter() - t
+            return self._run_tests(fresh, timings)
+
+    @staticmethod
+    def _disconnect_networks(sandbox: Sandbox) -> None:
+        sandbox.container.reload()
+        networks = sandbox.container.attrs.get("NetworkSettings", {}).get("Networks", {}) or {}
+        for name in networks:
+            if name not in ("none", "host"):
+                sandbox.client.api.disconnect_container_from_network(sandbox.id, name, force=True)
+
+
+# ---------------------------------------------------------------------- helpers
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _python_path(path: str) -> bool:
+    return "/python3" in path or "site-packages" in path or "dist-packages" in path
+
+
+def _tar_of(files: dict[str, Any]) -> bytes:
+    """A tar of {relative name: host path or bytes}, owned by root, scripts executable."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, src in sorted(files.items()):
+            data = src if isinstance(src, bytes) else open(src, "rb").read()
+            info = tarfile.TarInfo(name.lstrip("/"))
+            info.size, info.uid, info.gid, info.mtime = len(data), 0, 0, int(time.time())
+            info.mode = 0o755 if name.endswith(".sh") else 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _read_results(sandbox: Sandbox) -> dict[str, bytes]:
+    """Regular files directly in /logs/verifier (links, devices and subdirectories ignored)."""
+    try:
+        stream, _ = sandbox.container.get_archive("/logs/verifier")
+    except docker.errors.NotFound:
+        return {}
+    out: dict[str, bytes] = {}
+    data = b"".join(stream)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if len(parts) == 2 and member.isfile() and member.size <= RESULT_FILES_LIMIT:
+                fh = tar.extractfile(member)
+                if fh is not None:
+                    out[parts[1]] = fh.read()
+    return out
+
+
+def _recompute_digest(task: Any) -> str | None:
+    """A message if the tests on disk differ from those the task was loaded with."""
+    recompute = getattr(task, "current_tests_digest", None)
+    if recompute is None:
+        return None
+    now = recompute()
+    if now != task.tests_digest:
+        return (
+            f"the tests of task {task.name!r} changed on disk since it was loaded "
+            f"(digest {task.tests_digest[:12]} -> {now[:12]}); reload the task"
+        )
+    return None

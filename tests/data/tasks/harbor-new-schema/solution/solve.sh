@@ -1,0 +1,3 @@
+#!/bin/bash
+# Reference solution.
+wc -w < /data/words.txt | tr -d ' ' > /app/count.txt
