@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -107,6 +108,10 @@ class TerminalEnv(gym.Env[str, str]):
         except ValidationError as exc:
             raise ConfigError(f"invalid TerminalEnv config: {exc}") from None
         self.config = cfg
+        # A task's own agent timeout becomes the time budget unless the user chose one.
+        self._explicit_time_limit = isinstance(config, EnvConfig) or "time_limit" in {
+            **(config if isinstance(config, dict) else {}), **overrides
+        }
         self.render_mode = render_mode
         self.verifier = verifier
         self._client = client
@@ -248,9 +253,23 @@ class TerminalEnv(gym.Env[str, str]):
 
             image = build_image(task, client=self._client, **self._build_options)
             self.source_task = task
-            if self.verifier is None:
+            if self.verifier is None or isinstance(self.verifier, ProtectedVerifier):
                 self.verifier = ProtectedVerifier(task)
-            return task.to_spec(image)
+            if not self._explicit_time_limit and getattr(task, "agent_timeout", None):
+                self.config = self.config.model_copy(update={"time_limit": float(task.agent_timeout)})
+            spec = task.to_spec(image)
+            ca_bundle = self._build_options.get("ca_bundle")
+            if ca_bundle and spec.network:
+                # Sandboxes with network trust the host's CA bundle too (TLS-intercepting proxies).
+                from .tasks.build import CA_PATH, ca_env
+
+                spec = spec.model_copy(
+                    update={
+                        "env": {**spec.env, **ca_env(CA_PATH)},
+                        "files": {**spec.files, CA_PATH: Path(ca_bundle).read_text()},
+                    }
+                )
+            return spec
         return TaskSpec.coerce(task)
 
     def _prepare(self, sandbox: Sandbox) -> None:

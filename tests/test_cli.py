@@ -70,3 +70,19 @@ def test_gc_json(base_image):
     res = cli("gc", "--dry-run", "--json")
     assert res.returncode == 0
     assert isinstance(json.loads(res.stdout), list)
+
+
+def test_tasks_validate_reports_every_problem_without_a_traceback():
+    broken = os.path.join(os.path.dirname(__file__), "data", "tasks", "broken")
+    res = cli("tasks", "validate", broken)
+    assert res.returncode == 1
+    out = res.stdout + res.stderr
+    assert "Traceback" not in out
+    for name in ("bad-toml", "missing-tests", "negative-timeout", "unknown-field"):
+        assert name in out
+
+
+def test_tasks_validate_accepts_good_tasks():
+    good = os.path.join(os.path.dirname(__file__), "data", "tasks", "harbor-sum")
+    res = cli("tasks", "validate", good)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -156,3 +156,25 @@ def test_changed_tests_on_disk_are_detected(tmp_path, base_image):
     _, result, info = play(task, NopPolicy())
     assert result.outcome == "infra_error" and "changed on disk" in result.message
     assert info["masked"]
+
+
+FIXTURES = Path(__file__).parent / "data" / "tasks"
+
+
+@pytest.mark.parametrize("name", ["harbor-sum", "harbor-new-schema", "tb1-grep"])
+def test_fixture_tasks_oracle_passes_and_nop_fails_through_the_env(name, base_image):
+    task = load_task(FIXTURES / name)
+    reward, result, _ = play(task, OraclePolicy(task))
+    assert result.outcome == "passed" and reward == 1.0, (result.message, result.log_tail)
+    reward, result, _ = play(task, NopPolicy())
+    assert result.outcome in ("failed", "partial") and not result.strict_success
+    assert reward < 1.0
+
+
+def test_env_accepts_a_task_directory_and_uses_its_timeouts(base_image):
+    env = TerminalEnv(str(TASK), reward="strict_success_first")
+    try:
+        assert env.source_task is not None and env.config.time_limit == 300.0
+        assert env.task.metadata["split"] == "train"
+    finally:
+        env.close()

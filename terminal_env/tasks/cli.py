@@ -46,9 +46,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         n_tasks = len(find_tasks(args.paths))
     except ConfigError:
         n_tasks = 0
-    if problems:
+    if problems and console.is_terminal:
         console.print(_problem_table(problems, f"{len(errors)} error(s), "
                                      f"{len(problems) - len(errors)} warning(s)"))
+    elif problems:
+        # Piped or captured: one problem a line (file: field: severity: message), for grep.
+        for p in problems:
+            print(f"{p.file}: {p.field or '-'}: {p.severity}: {p.message}")
     verdict = "[red]invalid[/red]" if errors else "[green]valid[/green]"
     console.print(f"{n_tasks} task(s) checked: {verdict}")
     return 1 if errors else 0
