@@ -105,6 +105,7 @@ ATTACKS = {
     ),
     "replace-bash": ("mv /usr/bin/bash /usr/bin/bash.real && cp /usr/bin/dash /usr/bin/bash", "tampered"),
     "task-protected-path": ("echo changed >> /app/reference/README", "tampered"),
+    "fork-bomb": (":(){ :|:& };:", "failed"),  # swept from the host, then verified as usual
     "late-writer": (
         "nohup sh -c 'sleep 4; while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
         " sleep 0.05; done' >/dev/null 2>&1 &",

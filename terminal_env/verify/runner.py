@@ -31,14 +31,16 @@ failure of the engine or the sandbox becomes ``infra_error``: never scored as th
 from __future__ import annotations
 
 import io
+import os
 import posixpath
+import signal
 import tarfile
 import time
 from typing import Any, Iterable
 
 import docker.errors
 
-from ..errors import InfraError, TerminalEnvError
+from ..errors import InfraError, SandboxError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
 from .parse import parse_results
 from .result import VerifierResult
@@ -130,6 +132,8 @@ class ProtectedVerifier:
         timings: dict[str, float] = {}
         try:
             result = self._verify(sandbox, timings)
+        except _AgentExhausted as exc:
+            result = VerifierResult(outcome="failed", message=str(exc))
         except (InfraError, docker.errors.APIError, OSError) as exc:
             result = VerifierResult.infra_error(f"verification could not run: {exc}")
         timings["total"] = time.perf_counter() - t0
@@ -158,9 +162,33 @@ class ProtectedVerifier:
         return self._run_tests(sandbox, timings)
 
     def _sweep(self, sandbox: Sandbox) -> None:
-        res = sandbox.exec(["sh", "-c", _SWEEP], user="root", timeout=60)
-        if res.exit_code not in (0,):
-            raise InfraError(f"could not stop the agent's processes: {res.output[-500:]}")
+        try:
+            res = sandbox.exec(["sh", "-c", _SWEEP], user="root", timeout=60)
+            if res.exit_code == 0:
+                return
+            detail = res.output[-500:]
+        except SandboxError as exc:
+            sandbox.check_alive()
+            detail = str(exc)
+        # The sweep could not run inside: typically a fork bomb filled the process table, so
+        # not even `sh` can start. Kill from the host instead, where the engine is local.
+        if _host_sweep(sandbox):
+            # Killed processes leave the process table only once PID 1 has reaped them.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    if sandbox.exec(["true"], user="root", timeout=10).exit_code == 0:
+                        return
+                except SandboxError:
+                    pass
+                time.sleep(0.1)
+            detail = "the sandbox stayed unable to start a process after its processes were killed"
+        if _pids_exhausted(sandbox):
+            raise _AgentExhausted(
+                "the agent filled the sandbox's process table (a fork bomb?), so it could not be "
+                "verified; this is the agent's failure, not the infrastructure's"
+            )
+        raise InfraError(f"could not stop the agent's processes: {detail}")
 
     def tamper_check(self, sandbox: Sandbox) -> list[str]:
         """Paths whose changes make the episode ``tampered`` (empty: nothing suspicious)."""
@@ -280,6 +308,87 @@ class ProtectedVerifier:
 
 
 # ---------------------------------------------------------------------- helpers
+class _AgentExhausted(Exception):
+    """The agent made its own sandbox unverifiable (not an infrastructure failure)."""
+
+
+def _host_sweep(sandbox: Sandbox, rounds: int = 50) -> bool:
+    """Stop and kill the container's processes from the host (root, local engine only), sparing
+    its PID 1 and keeper. Returns whether the container was left with just those two."""
+    host = os.environ.get("DOCKER_HOST", "")
+    if os.geteuid() != 0 or (host and not host.startswith("unix://")):
+        return False
+    for _ in range(rounds):
+        pids = _cgroup_pids(sandbox.id)
+        if pids is None:
+            try:
+                top = sandbox.client.api.top(sandbox.id, ps_args="-o pid")
+            except docker.errors.APIError:
+                return False
+            pids = [int(r[0]) for r in top.get("Processes") or [] if r and r[0].isdigit()]
+        ns = {pid: _ns_info(pid) for pid in pids}
+        init = [p for p, (nspid, _) in ns.items() if nspid == 1]
+        if not init:
+            return False
+        children = sorted((nspid, p) for p, (nspid, ppid) in ns.items() if ppid == init[0])
+        spare = {init[0], children[0][1]} if children else {init[0]}
+        victims = [p for p in pids if p not in spare]
+        if not victims:
+            return True
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in victims:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        time.sleep(0.05)
+    return False
+
+
+def _cgroup_pids(container_id: str) -> list[int] | None:
+    """Host pids of every process in the container's cgroup (None if not readable here).
+
+    Read from the cgroup itself: under a fork bomb `docker top` was seen listing 2 processes of
+    the 1016 that the cgroup held."""
+    candidates = (
+        f"/sys/fs/cgroup/pids/docker/{container_id}/cgroup.procs",  # v1, cgroupfs driver
+        f"/sys/fs/cgroup/pids/system.slice/docker-{container_id}.scope/cgroup.procs",  # v1, systemd
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cgroup.procs",  # v2, systemd
+        f"/sys/fs/cgroup/docker/{container_id}/cgroup.procs",  # v2, cgroupfs
+    )
+    for path in candidates:
+        try:
+            with open(path) as fh:
+                return [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _ns_info(host_pid: int) -> tuple[int | None, int | None]:
+    """(pid inside the container, host pid of the parent) from /proc/PID/status."""
+    nspid = ppid = None
+    try:
+        with open(f"/proc/{host_pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    nspid = int(line.split()[-1])
+                elif line.startswith("PPid:"):
+                    ppid = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return nspid, ppid
+
+
+def _pids_exhausted(sandbox: Sandbox) -> bool:
+    try:
+        stats = sandbox.container.stats(stream=False).get("pids_stats") or {}
+    except docker.errors.APIError:
+        return False
+    current, limit = stats.get("current") or 0, stats.get("limit") or 0
+    return bool(limit) and current >= limit - 2
+
+
 def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
