@@ -270,6 +270,10 @@ class TerminalEnv(gym.Env[str, str]):
                     }
                 )
             return spec
+        from .verify.runner import ProtectedVerifier
+
+        if isinstance(self.verifier, ProtectedVerifier):
+            self.verifier = None  # it belonged to the previous task directory
         return TaskSpec.coerce(task)
 
     def _prepare(self, sandbox: Sandbox) -> None:
