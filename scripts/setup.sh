@@ -34,5 +34,5 @@ fi
 bash scripts/install-engine.sh
 
 # ---- 3. Base image --------------------------------------------------------------------------
-.venv/bin/terminal-env images bootstrap >&2
+.venv/bin/terminal-env images bootstrap --family all >&2
 say "ready: activate with '. .venv/bin/activate', or call .venv/bin/terminal-env directly"

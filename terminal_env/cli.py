@@ -63,8 +63,12 @@ def cmd_images_bootstrap(args: argparse.Namespace) -> int:
 
     engine.ensure_engine(log=lambda m: console.print(f"[dim]{m}[/dim]"))
     t0 = time.monotonic()
-    tag = images.ensure_base_image(force=args.force, log=lambda m: console.print(f"[dim]{m}[/dim]"))
-    console.print(f"base image ready: [bold]{tag}[/bold] ({time.monotonic() - t0:.1f} s)")
+    families = list(images.FAMILIES) if args.family == "all" else [args.family]
+    for family in families:
+        tag = images.ensure_base_image(
+            force=args.force, family=family, log=lambda m: console.print(f"[dim]{m}[/dim]")
+        )
+        console.print(f"{family} image ready: [bold]{tag}[/bold] ({time.monotonic() - t0:.1f} s)")
     return 0
 
 
@@ -159,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     im_sub = im.add_subparsers(dest="images_command", required=True, metavar="ACTION")
     b = im_sub.add_parser("bootstrap", help="build the base image from Debian packages (no registry)")
     b.add_argument("--force", action="store_true", help="rebuild even if present")
+    b.add_argument(
+        "--family", default="all", choices=["all", "base", "dev"],
+        help="which image family (default: all; the bundled tasks use both)",
+    )
     b.set_defaults(func=cmd_images_bootstrap)
 
     g = sub.add_parser("gc", help="remove containers whose owning process is gone")

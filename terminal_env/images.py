@@ -119,8 +119,27 @@ class BaseRecipe:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def base_recipe() -> BaseRecipe:
-    return BaseRecipe(mirror=os.environ.get("TERMINAL_ENV_DEBIAN_MIRROR", DEFAULT_MIRROR))
+# A second family for tasks that compile, debug or administer: the base plus build tools and
+# the utilities the bundled task pool uses. Task images build FROM one of the families, so the
+# whole pool needs two bootstraps and no package download at task build time.
+DEV_IMAGE = "terminal-env/dev:bookworm-1"
+DEV_EXTRA = (
+    "bc", "cmake", "ed", "file", "gcc", "jq", "libc6-dev", "make", "openssl", "passwd",
+    "patch", "python3-venv", "sqlite3", "vim", "xxd",
+)
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "base": (BASE_IMAGE, BASE_PACKAGES),
+    "dev": (DEV_IMAGE, BASE_PACKAGES + DEV_EXTRA),
+}
+
+
+def base_recipe(family: str = "base") -> BaseRecipe:
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown image family {family!r}; known: {', '.join(FAMILIES)}")
+    return BaseRecipe(
+        mirror=os.environ.get("TERMINAL_ENV_DEBIAN_MIRROR", DEFAULT_MIRROR),
+        packages=FAMILIES[family][1],
+    )
 
 
 def cache_dir() -> Path:
@@ -331,8 +350,9 @@ def ensure_base_image(
     client: docker.DockerClient | None = None,
     force: bool = False,
     log: Callable[[str], None] = print,
-    tag: str = BASE_IMAGE,
+    tag: str | None = None,
     source: str = "auto",
+    family: str = "base",
 ) -> str:
     """Make sure ``tag`` holds the current base image; return the tag.
 
@@ -341,12 +361,14 @@ def ensure_base_image(
     mirror answers, else host). Each source has its own digest, recorded as the image's label
     and naming its cached tarball; an image from either source is accepted as current.
     ``force`` rebuilds from scratch, ignoring the image and the cached tarball.
-    ``tag`` exists for tests that must not disturb the shared base image.
+    ``tag`` exists for tests that must not disturb the shared base image; ``family`` picks the
+    package set (``base`` or ``dev``, see :data:`FAMILIES`).
     """
     if source not in ("auto", "debootstrap", "host"):
         raise ConfigError(f"source must be auto, debootstrap or host, got {source!r}")
     client = client or get_client()
-    recipe = base_recipe()
+    recipe = base_recipe(family)
+    tag = tag or FAMILIES[family][0]
     digests = {"debootstrap": recipe.digest(), "host": recipe.digest() + "-host"}
     accepted = set(digests.values()) if source == "auto" else {digests[source]}
     if not force and _recipe_label(client, tag) in accepted:
