@@ -123,8 +123,61 @@ def cmd_import_tb1(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Build each task and run the oracle, nop and snoop probes; a table and an exit status."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .check import check_task, sample_paths
+    from .load import find_tasks
+
+    paths = sample_paths(find_tasks(args.paths), args.sample, args.seed)
+    if args.split:
+        from .load import load_task
+
+        paths = [p for p in paths if _split_of(p, load_task) in args.split]
+    if not paths:
+        raise ConfigError(f"no task directories under {' '.join(args.paths)}")
+    console.print(f"checking {len(paths)} task(s) with {args.jobs} job(s)")
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        rows = []
+        for row in pool.map(check_task, paths):
+            mark = "[green]ok[/green]" if row.ok else f"[red]FAIL[/red] {row.reason[:200]}"
+            console.print(f"  {row.task}: {mark} ({row.check_s} s)")
+            rows.append(row)
+    table = Table(title=f"tasks check: {sum(r.ok for r in rows)}/{len(rows)} ok "
+                        f"in {time.monotonic() - t0:.0f} s")
+    for col in ("task", "split", "category", "difficulty", "build s", "oracle", "nop", "snoop",
+                "checks", "check s", "status"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r.task, r.split or "-", r.category or "-", r.difficulty or "-",
+                      f"{r.build_s}", r.oracle, r.nop, r.snoop, f"{r.checks}", f"{r.check_s}",
+                      Text("ok", style="green") if r.ok else Text("FAIL: " + r.reason, style="red"))
+    if console.is_terminal:
+        console.print(table)
+    else:  # piped or captured: one row a line, tab-separated
+        print("\t".join(c.header for c in table.columns))
+        for r in rows:
+            print("\t".join(str(x) for x in (
+                r.task, r.split, r.category, r.difficulty, r.build_s, r.oracle, r.nop, r.snoop,
+                r.checks, r.check_s, "ok" if r.ok else "FAIL: " + r.reason)))
+        print(f"{sum(r.ok for r in rows)}/{len(rows)} ok")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([r.to_dict() for r in rows], fh, indent=2)
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _split_of(path: Any, load_task: Any) -> str | None:
+    try:
+        return load_task(path).split
+    except ConfigError:
+        return None
+
+
 def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``tasks validate|build|import-tb1`` to the main CLI's subparsers."""
+    """Add ``tasks validate|build|check|import-tb1`` to the main CLI's subparsers."""
     t = subparsers.add_parser("tasks", help="validate, build and import task directories")
     sub = t.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
 
@@ -146,6 +199,18 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="rebuild even when the image exists")
     b.add_argument("-v", "--verbose", action="store_true", help="print the build log")
     b.set_defaults(func=cmd_build)
+
+    c = sub.add_parser("check", help="quality gate: build, then oracle/nop/snoop probes")
+    c.add_argument("paths", nargs="*", default=["tasks"], metavar="PATH",
+                   help="task dirs or dirs of task dirs (default: the bundled pool, ./tasks)")
+    c.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="check a fixed sample of N tasks (same N and seed, same tasks)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    c.add_argument("--split", action="append", choices=["train", "validation", "test"],
+                   help="only tasks of this split (repeatable)")
+    c.add_argument("--jobs", type=int, default=1, help="tasks checked in parallel (default 1)")
+    c.add_argument("--json", metavar="FILE", help="also write the rows (with times) as JSON")
+    c.set_defaults(func=cmd_check)
 
     i = sub.add_parser("import-tb1", help="write a Terminal-Bench 1.x task in Harbor's format")
     i.add_argument("src", metavar="SRC")

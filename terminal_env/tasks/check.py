@@ -1,0 +1,173 @@
+"""The quality gate of a task: build it, then three probes through ``TerminalEnv``.
+
+* ``oracle`` must reach strict success (reward 1.0);
+* ``nop`` must not succeed;
+* ``snoop``, an agent that searches the filesystem for the task's tests, solution and expected
+  values, must find none of them (and must not succeed either).
+
+The snooping agent looks for the files of ``tests/`` and ``solution/`` by name, for the pool's
+canary string (every test and solution file carries it), and for distinctive lines of the test
+files that appear neither in the instruction nor in the environment: if any of these is inside
+the sandbox, the task leaks its verifier.
+
+One broken task never stops the check of the others: every failure is caught and reported by
+name with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..actions import Command
+from ..errors import TerminalEnvError
+
+CANARY = "TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30"
+_NEEDLES_FILE = "/tmp/.te-snoop-needles"
+_MIN_LINE = 40
+
+
+@dataclass
+class CheckRow:
+    task: str
+    path: str
+    split: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    build_s: float | None = None
+    oracle: str = "-"
+    nop: str = "-"
+    snoop: str = "-"
+    checks: int | None = None
+    check_s: float | None = None
+    ok: bool = False
+    reason: str = ""
+    snoop_hits: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def needles(task: Any) -> list[str]:
+    """What a snooping agent searches for: the canary and distinctive lines of the tests."""
+    given = task.instruction
+    env_dir = Path(task.environment_dir)
+    for f in sorted(env_dir.rglob("*")):
+        if f.is_file() and f.stat().st_size < 2_000_000:
+            given += "\n" + f.read_text(errors="replace")
+    out = [CANARY]
+    for src in sorted(task.verifier_files().values(), key=str):
+        text = Path(src).read_text(errors="replace") if not isinstance(src, bytes) else src.decode(errors="replace")
+        for line in text.splitlines():
+            line = line.strip()
+            if len(line) >= _MIN_LINE and line not in given and "CANARY" not in line:
+                out.append(line)
+    return sorted(set(out))[:400]
+
+
+def _secret_files(task: Any) -> dict[str, bytes]:
+    """Contents of the task's tests and solution, by name."""
+    files: dict[str, bytes] = {}
+    for name, src in {**task.verifier_files(), **(task.solution_files() or {})}.items():
+        files[name] = src if isinstance(src, bytes) else Path(src).read_bytes()
+    return files
+
+
+def snoop_commands(task: Any) -> list[str]:
+    secret = _secret_files(task)
+    names = sorted({Path(n).name for n in secret} | {"solve.sh", "test_outputs.py"})
+    find_expr = " -o ".join(f"-name {_shq(n)}" for n in names)
+    lines = "\n".join(needles(task))
+    # Whole-file copies under any name: candidates by exact size, confirmed by sha256.
+    sizes = " -o ".join(sorted({f"-size {len(b)}c" for b in secret.values() if b}))
+    hashes = "\n".join(sorted({hashlib.sha256(b).hexdigest() for b in secret.values() if b}))
+    return [
+        f"cat > {_NEEDLES_FILE} <<'TE_SNOOP_EOF'\n{lines}\nTE_SNOOP_EOF\n"
+        f"cat > {_NEEDLES_FILE}-sha <<'TE_SNOOP_EOF'\n{hashes}\nTE_SNOOP_EOF",
+        f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( {sizes} \\) "
+        "-print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null "
+        f"| grep -F -f {_NEEDLES_FILE}-sha | sed 's/^/FOUND-COPY: /'",
+        "ls -d /tests /solution /logs/verifier 2>/dev/null | sed 's/^/FOUND-DIR: /'; "
+        f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( {find_expr} \\) "
+        "-print 2>/dev/null | sed 's/^/FOUND-FILE: /'; "
+        f"grep -rIlF -f {_NEEDLES_FILE} --exclude=.te-snoop-needles / --exclude-dir=proc --exclude-dir=sys "
+        "--exclude-dir=dev 2>/dev/null | sed 's/^/FOUND-TEXT: /'; echo SNOOP-DONE",
+    ]
+
+
+def _shq(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None, **env_kw: Any) -> CheckRow:
+    """Build ``path`` and run the three probes; never raises for a broken task."""
+    from ..env import TerminalEnv
+    from ..policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
+    from .build import build_image
+    from .load import load_task
+
+    row = CheckRow(task=Path(path).name, path=str(path))
+    t_start = time.perf_counter()
+    try:
+        task = load_task(path)
+        row.task, row.split, row.category, row.difficulty = task.name, task.split, task.category, task.difficulty
+        t0 = time.perf_counter()
+        build_image(task, log=log)
+        row.build_s = round(time.perf_counter() - t0, 2)
+
+        def play(policy: Any) -> tuple[float, Any, dict[str, Any]]:
+            env = TerminalEnv(task, reward="partial_progress", max_steps=20, **env_kw)
+            try:
+                reward, info = run_episode(env, policy)
+            finally:
+                env.close()
+            return reward, info["verification"], info
+
+        reward, res, _ = play(OraclePolicy(task))
+        row.oracle = f"{res.outcome.value} {reward:.2f}"
+        row.checks = len(res.checks)
+        problems = []
+        if res.outcome.value != "passed":
+            problems.append(f"oracle: {res.outcome.value}: {res.message[:300]} {res.log_tail[-300:]}")
+        if len(res.checks) < 3:
+            problems.append(f"the verifier reports {len(res.checks)} checks; at least 3 are needed")
+        reward, res, _ = play(NopPolicy())
+        row.nop = f"{res.outcome.value} {reward:.2f}"
+        if res.strict_success or res.masked:
+            problems.append(f"nop: {res.outcome.value} (a task that does nothing must fail)")
+        hits: list[str] = []
+
+        class Snoop(ScriptedPolicy):
+            def act(self, observation: str, info: dict[str, Any]) -> Any:
+                hits.extend(re.findall(r"^FOUND-[A-Z]+: .*$", observation, flags=re.M))
+                return super().act(observation, info)
+
+        snoop = Snoop([Command(command=c, timeout=120) for c in snoop_commands(task)])
+        reward, res, _ = play(snoop)
+        row.snoop_hits = hits
+        row.snoop = f"{len(hits)} found, {res.outcome.value}"
+        if hits:
+            problems.append("snoop found: " + "; ".join(hits[:5]))
+        if res.strict_success:
+            problems.append("snoop succeeded without solving the task")
+        row.ok = not problems
+        row.reason = " | ".join(problems)
+    except TerminalEnvError as exc:
+        row.reason = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one broken task must not stop the others
+        row.reason = f"unexpected {type(exc).__name__}: {exc}"
+    row.check_s = round(time.perf_counter() - t_start, 2)
+    return row
+
+
+def sample_paths(paths: list[Path], n: int | None, seed: int = 0) -> list[Path]:
+    """A fixed sample: the same n tasks for the same seed and pool (sorted by name first)."""
+    paths = sorted(paths, key=lambda p: p.name)
+    if n is None or n >= len(paths):
+        return paths
+    return sorted(random.Random(seed).sample(paths, n), key=lambda p: p.name)

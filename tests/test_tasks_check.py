@@ -1,0 +1,75 @@
+"""The quality gate against real builds and episodes: good tasks pass; a leaking task, a broken
+Dockerfile and a failing solution are each reported by name with the reason, and one broken task
+does not stop the others."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from terminal_env.tasks.check import check_task, needles, sample_paths
+from terminal_env.tasks import load_task
+
+pytestmark = pytest.mark.docker
+
+GOOD = Path(__file__).parent / "data" / "protected" / "word-stats"
+
+
+def variant(tmp_path: Path, name: str) -> Path:
+    dest = tmp_path / name
+    shutil.copytree(GOOD, dest)
+    return dest
+
+
+def test_a_good_task_passes_the_gate(base_image):
+    row = check_task(GOOD)
+    assert row.ok, row.reason
+    assert row.oracle.startswith("passed 1.00") and row.nop.startswith("failed")
+    assert row.snoop.startswith("0 found") and row.checks == 3 and row.build_s is not None
+
+
+def test_a_task_that_ships_its_tests_in_the_image_is_caught(tmp_path, base_image):
+    leaky = variant(tmp_path, "leaky-stats")
+    shutil.copy(leaky / "tests" / "test_stats.py", leaky / "environment" / "notes.py")
+    (leaky / "environment" / "Dockerfile").write_text(
+        (leaky / "environment" / "Dockerfile").read_text() + "COPY notes.py /usr/share/doc/notes.py\n"
+    )
+    task = load_task(leaky)
+    # copied into the environment, the lines are "given" and no longer count as needles;
+    # the file name still gives it away only if it has a test's name, so search the content:
+    row = check_task(leaky)
+    assert not row.ok and "snoop found" in row.reason, row.reason
+    assert any("/usr/share/doc/notes.py" in h for h in row.snoop_hits)
+    assert needles(task)  # at least the canary
+
+
+def test_broken_dockerfile_and_failing_solution_are_named(tmp_path, base_image):
+    broken = variant(tmp_path, "broken-build")
+    (broken / "environment" / "Dockerfile").write_text(
+        "FROM terminal-env/base:bookworm-1\nRUN exit 3\n"
+    )
+    wrong = variant(tmp_path, "wrong-solution")
+    (wrong / "solution" / "solve.sh").write_text("#!/bin/bash\necho nothing useful\n")
+    out = tmp_path / "rows.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "terminal_env", "tasks", "check", str(tmp_path), "--json", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 1 and "Traceback" not in res.stdout + res.stderr
+    rows = {r["task"]: r for r in json.loads(out.read_text())}
+    assert set(rows) == {"broken-build", "wrong-solution"}
+    assert "ImageBuildError" in rows["broken-build"]["reason"]
+    assert "broken-build" in rows["broken-build"]["reason"] or "exit" in rows["broken-build"]["reason"]
+    assert rows["wrong-solution"]["reason"].startswith("oracle: failed")
+
+
+def test_sample_is_fixed_for_a_seed(tmp_path):
+    paths = [tmp_path / f"t{i:02d}" for i in range(20)]
+    a = sample_paths(paths, 5, seed=3)
+    assert a == sample_paths(list(reversed(paths)), 5, seed=3)
+    assert len(a) == 5 and a != sample_paths(paths, 5, seed=4)
