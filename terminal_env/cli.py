@@ -89,36 +89,44 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Run the bundled default task end to end with a scripted agent through TerminalEnv."""
+    """Run one bundled task end to end through TerminalEnv with protected verification."""
     from .env import TerminalEnv
-    from .task import hello_task
+    from .policies import NopPolicy, OraclePolicy
+    from .tasks import load_task
+    from .tasks.pool import load_pool, pool_dir
 
-    script = [
-        "pwd",
-        "printf 'Hello, world!\\n' > hello.txt",
-        "cat /app/hello.txt",
-        "#!submit",
-    ]
-    task = hello_task()
-
-    def verifier(sandbox: Any, _task: Any) -> dict[str, Any]:
-        content = sandbox.exec(["cat", "/app/hello.txt"], timeout=10).stdout
-        return {"reward": float(content == b"Hello, world!\n"), "content": content.decode()}
-
-    env = TerminalEnv(task, verifier=verifier, reward=lambda r: r["reward"])
+    if args.task:
+        candidate = pool_dir() / args.task
+        task = load_task(candidate if candidate.is_dir() else args.task)
+    else:
+        easy = [t for t in load_pool() if t.difficulty == "easy"]
+        if not easy:
+            raise TerminalEnvError(f"no bundled tasks under {pool_dir()}; pass --task DIR")
+        task = easy[0]
+    policy = OraclePolicy(task) if args.policy == "oracle" else NopPolicy()
+    console.print(f"building {task.name} (cached by content) ...")
+    env = TerminalEnv(task, reward=args.reward)
     try:
         obs, info = env.reset()
-        console.rule(f"task {task.name} in {info['container']}")
-        console.print(obs)
-        reward = 0.0
-        for action in script:
-            console.print(f"[bold cyan]$ {action}[/bold cyan]")
+        policy.on_reset(env)
+        console.rule(f"{task.name} [{task.category}, {task.difficulty}, {task.split}] in {info['container']}")
+        console.print(escape(obs))
+        while True:
+            action = policy.act(obs, info)
+            console.print(f"[bold cyan]> {escape(getattr(action, 'command', None) or action.kind)}[/bold cyan]")
             obs, reward, terminated, truncated, info = env.step(action)
-            console.print(obs)
+            console.print(escape(obs))
             if terminated or truncated:
                 break
-        console.rule(f"reward {reward}")
-        return 0 if reward == 1.0 else 1
+        result = info["verification"]
+        table = Table(title=f"verification: {result.outcome.value}  ({args.reward} reward {reward:.2f})")
+        for col in ("check", "weight", "passed", "message"):
+            table.add_column(col, overflow="fold")
+        for c in result.checks:
+            table.add_row(escape(c.name), f"{c.weight:g}", "yes" if c.passed else "no", escape(c.message[:120]))
+        console.print(table)
+        expected_ok = result.strict_success if args.policy == "oracle" else not result.strict_success
+        return 0 if expected_ok else 1
     finally:
         env.close()
 
@@ -175,7 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print JSON")
     g.set_defaults(func=cmd_gc)
 
-    dm = sub.add_parser("demo", help="run the bundled default task with a scripted agent")
+    dm = sub.add_parser("demo", help="run a bundled task end to end (oracle by default)")
+    dm.add_argument("--task", help="a task name in the bundled pool, or a task directory")
+    dm.add_argument("--policy", choices=["oracle", "nop"], default="oracle")
+    dm.add_argument("--reward", default="strict_success_first",
+                    choices=["binary", "partial_progress", "strict_success_first"])
     dm.set_defaults(func=cmd_demo)
 
     from .tasks.cli import add_tasks_parser

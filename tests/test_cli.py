@@ -44,11 +44,16 @@ def test_doctor_reports_ok(base_image):
     assert "docker engine" in res.stdout and "base image" in res.stdout
 
 
+WORD_STATS = os.path.join(os.path.dirname(__file__), "data", "protected", "word-stats")
+
+
 @pytest.mark.docker
-def test_demo_runs_the_bundled_task_to_reward_one(base_image):
-    res = cli("demo")
+def test_demo_runs_a_task_end_to_end(base_image):
+    res = cli("demo", "--task", WORD_STATS)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "Hello, world!" in res.stdout and "reward 1.0" in res.stdout
+    assert "verification: passed" in res.stdout and "reward 1.00" in res.stdout
+    res = cli("demo", "--task", WORD_STATS, "--policy", "nop", "--reward", "binary")
+    assert res.returncode == 0 and "verification: failed" in res.stdout
 
 
 @pytest.mark.docker
