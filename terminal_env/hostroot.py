@@ -197,6 +197,16 @@ def build_host_rootfs(rootfs: Path, packages: Iterable[str], log: Callable[[str]
     if pip_wanted:
         _pip_install(rootfs, pip_wanted, log)
     subprocess.run(["chroot", str(rootfs), "ldconfig"], capture_output=True)
+    # Debian's maintainer scripts byte-compile Python modules; we ran none. Without the .pyc
+    # files the first `python3 -m pytest` would write them into the image's trees, and the
+    # verifier's tamper check rightly distrusts new files beside the test framework.
+    proc = subprocess.run(
+        ["chroot", str(rootfs), "python3", "-m", "compileall", "-q",
+         "/usr/lib/python3/dist-packages", "/usr/lib/python3.11"],
+        capture_output=True, text=True,
+    )
+    if not (rootfs / "usr/lib/python3.11/__pycache__").is_dir():
+        raise ImageBuildError(f"byte-compiling the rootfs' Python failed: {proc.stderr[-1000:]}")
 
 
 def _write_dpkg_db(rootfs: Path, status: dict[str, dict[str, str]], chosen: set[str], cp: _Copier) -> None:

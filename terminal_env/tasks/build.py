@@ -306,7 +306,7 @@ def build_image(
     if plan.dockerfile_text is None:  # prebuilt image, no CA bundle: nothing to build
         _require_from(client, task, plan, plan.images)
         return plan.tag
-    if not force and image_exists(client, plan.tag):
+    if not force and image_exists(client, plan.tag) and _same_bases(client, plan):
         return plan.tag
     _require_from(client, task, plan, [ref for ref in plan.images if "$" not in ref])
     limit = float(timeout if timeout is not None else task.build_timeout)
@@ -330,6 +330,26 @@ def build_image(
         log(f"building {plan.tag} for task {task.name} (timeout {limit:g} s)")
         _run_build(client, task, plan, context, dockerfile, limit, log)
     return plan.tag
+
+
+LABEL_FROM_IDS = "terminal-env.from-ids"
+
+
+def _from_ids(client: docker.DockerClient, plan: BuildPlan) -> str:
+    """The ids of the images the build starts from: a rebuilt base image must rebuild the task
+    even though the task's own files (and so its tag) did not change."""
+    ids = []
+    for ref in plan.images:
+        try:
+            ids.append(client.api.inspect_image(ref)["Id"])
+        except docker.errors.ImageNotFound:
+            ids.append("missing")
+    return ",".join(ids)
+
+
+def _same_bases(client: docker.DockerClient, plan: BuildPlan) -> bool:
+    labels = client.api.inspect_image(plan.tag)["Config"].get("Labels") or {}
+    return labels.get(LABEL_FROM_IDS) == _from_ids(client, plan)
 
 
 def _require_from(
@@ -377,7 +397,7 @@ def _run_build(client: docker.DockerClient, task: Task, plan: BuildPlan, context
         )
 
     labels = {LABEL_TASK: task.name, LABEL_ENV_DIGEST: task.environment_digest,
-              LABEL_BUILD_DIGEST: plan.digest}
+              LABEL_BUILD_DIGEST: plan.digest, LABEL_FROM_IDS: _from_ids(client, plan)}
     try:
         # The HTTP timeout only bounds one silent read; the deadline below bounds the build.
         stream = client.api.build(

@@ -78,17 +78,71 @@ def _secret_files(task: Any) -> dict[str, bytes]:
     return files
 
 
+def base_image_of(task: Any) -> str | None:
+    """The image the task's Dockerfile starts FROM (after the offline mapping)."""
+    from ..images import map_base_image
+
+    for line in Path(task.dockerfile).read_text(errors="replace").splitlines():
+        words = line.split()
+        if words and words[0].upper() == "FROM":
+            refs = [w for w in words[1:] if not w.startswith("--")]
+            return map_base_image(refs[0]) if refs else None
+    return None
+
+
+def innocent(
+    task: Any, lines: list[str], hashes: set[str], names: list[str]
+) -> tuple[set[str], set[str], set[str]]:
+    """Needles and hashes already present in the pristine base image: they cannot be leaks of
+    this task (common code lines, stock files), so the snoop ignores them."""
+    from ..sandbox import Sandbox, SandboxConfig
+
+    image = base_image_of(task)
+    if not image:
+        return set(), set()
+    with Sandbox(SandboxConfig(image=image, task=f"{task.name}-baseline")) as sb:
+        sb.write_files({_NEEDLES_FILE: "\n".join(lines) + "\n", _NEEDLES_FILE + "-sha": "\n".join(hashes) + "\n"})
+        found = sb.exec(
+            f"grep -rhoF -f {_NEEDLES_FILE} --exclude=.te-snoop-needles / --exclude-dir=proc "
+            "--exclude-dir=sys --exclude-dir=dev 2>/dev/null | sort -u",
+            user="root", timeout=300, output_limit=4_000_000,
+        ).stdout.decode("utf-8", "replace").splitlines()
+        copies = sb.exec(
+            "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f -size -2000k "
+            f"-print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null | grep -F -f {_NEEDLES_FILE}-sha "
+            "| cut -d' ' -f1 | sort -u",
+            user="root", timeout=300, output_limit=4_000_000,
+        ).stdout.decode().split()
+        find_expr = " -o ".join(f"-name {_shq(n)}" for n in names)
+        named = sb.exec(
+            f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f "
+            f"\\( {find_expr} \\) -printf '%f\\n' 2>/dev/null | sort -u",
+            user="root", timeout=300,
+        ).stdout.decode().split()
+    return set(found), set(copies), set(named)
+
+
 def snoop_commands(task: Any) -> list[str]:
     secret = _secret_files(task)
     names = sorted({Path(n).name for n in secret} | {"solve.sh", "test_outputs.py"})
+    wanted = needles(task)
+    hashes = {hashlib.sha256(b).hexdigest() for b in secret.values() if b}
+    # What the base image already holds is no leak. A copy of a test or solution file anywhere
+    # in the task's image is one, even when it came from the build context: tests that need a
+    # file's content keep its hash, not a copy.
+    common_lines, common_hashes, common_names = innocent(task, wanted, hashes, names)
+    wanted = [w for w in wanted if w not in common_lines or w == CANARY]
+    hashes -= common_hashes
+    names = [n for n in names if n not in common_names] or ["solve.sh"]
     find_expr = " -o ".join(f"-name {_shq(n)}" for n in names)
-    lines = "\n".join(needles(task))
+    secret = {k: v for k, v in secret.items() if hashlib.sha256(v).hexdigest() in hashes}
+    lines = "\n".join(wanted)
     # Whole-file copies under any name: candidates by exact size, confirmed by sha256.
-    sizes = " -o ".join(sorted({f"-size {len(b)}c" for b in secret.values() if b}))
-    hashes = "\n".join(sorted({hashlib.sha256(b).hexdigest() for b in secret.values() if b}))
+    sizes = " -o ".join(sorted({f"-size {len(b)}c" for b in secret.values() if b})) or "-size 0c"
+    hashes_text = "\n".join(sorted(hashes)) or "0" * 64
     return [
         f"cat > {_NEEDLES_FILE} <<'TE_SNOOP_EOF'\n{lines}\nTE_SNOOP_EOF\n"
-        f"cat > {_NEEDLES_FILE}-sha <<'TE_SNOOP_EOF'\n{hashes}\nTE_SNOOP_EOF",
+        f"cat > {_NEEDLES_FILE}-sha <<'TE_SNOOP_EOF'\n{hashes_text}\nTE_SNOOP_EOF",
         f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( {sizes} \\) "
         "-print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null "
         f"| grep -F -f {_NEEDLES_FILE}-sha | sed 's/^/FOUND-COPY: /'",

@@ -207,7 +207,12 @@ class ProtectedVerifier:
                 # Debian links /usr/lib/python3.X/sitecustomize.py to /etc/python3.X/: writing
                 # through the link changes the file in /etc, so both places count.
                 flagged.append(path)
-            elif kind == 1 and _python_path(path) and base.split(".")[0] in {m.split(".")[0] for m in SHADOW_MODULES}:
+            elif (
+                kind == 1
+                and _python_path(path)
+                and "/__pycache__/" not in path  # a changed .pyc of the image is caught below
+                and base.split(".")[0] in {m.split(".")[0] for m in SHADOW_MODULES}
+            ):
                 flagged.append(path)
             elif kind == 1 and _python_path(path) and base.endswith(".pth"):
                 pth_files.append(path)
