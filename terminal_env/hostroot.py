@@ -187,7 +187,11 @@ def build_host_rootfs(rootfs: Path, packages: Iterable[str], log: Callable[[str]
     for d, mode in (("tmp", 0o1777), ("var/tmp", 0o1777), ("root", 0o700), ("home", 0o755),
                     ("proc", 0o555), ("sys", 0o555), ("dev", 0o755), ("run", 0o755),
                     ("var/lib/apt/lists/partial", 0o700), ("var/cache/apt/archives/partial", 0o700),
-                    ("var/log", 0o755), ("etc/ssl/certs", 0o755)):
+                    ("var/log", 0o755), ("etc/ssl/certs", 0o755),
+                    # base-files' maintainer script makes these; we run no maintainer scripts
+                    ("usr/local/bin", 0o755), ("usr/local/sbin", 0o755), ("usr/local/lib", 0o755),
+                    ("usr/local/share", 0o755), ("usr/local/include", 0o755),
+                    ("usr/local/src", 0o755)):
         p = cp.dest("/" + d)
         p.mkdir(parents=True, exist_ok=True)
         os.chmod(p, mode)
