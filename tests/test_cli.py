@@ -91,3 +91,10 @@ def test_tasks_validate_accepts_good_tasks():
     good = os.path.join(os.path.dirname(__file__), "data", "tasks", "harbor-sum")
     res = cli("tasks", "validate", good)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.docker
+def test_demo_default_runs_a_bundled_pool_task(base_image):
+    res = cli("demo")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "verification: passed" in res.stdout

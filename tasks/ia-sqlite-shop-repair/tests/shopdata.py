@@ -1,3 +1,4 @@
+# TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
 """Deterministic generator of the (damaged) shop data."""
 import random
 

@@ -1,3 +1,4 @@
+# TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
 # verifier copy
 #!/usr/bin/env python3
 """minirotate: a small log rotator that understands a subset of logrotate's configuration.
