@@ -25,7 +25,6 @@ from pathlib import Path
 from terminal_env import Sandbox, SandboxConfig, TerminalEnv
 from terminal_env.policies import OraclePolicy, run_episode
 from terminal_env.tasks import load_task
-from terminal_env.verify.runner import _tar_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TASK = ROOT / "tests" / "data" / "protected" / "word-stats"
@@ -68,7 +67,11 @@ def main() -> int:
     base_total, base_empty = [], []
     with Sandbox(SandboxConfig(image=image, task="verify-baseline")) as sb:
         sb.exec(["mkdir", "-p", "/tests", "/logs/verifier"], user="root")
-        sb.client.api.put_archive(sb.id, "/tests", _tar_of(task.verifier_files()))
+        sb.write_files(
+            {f"/tests/{n}": p if isinstance(p, bytes) else open(p, "rb").read()
+             for n, p in task.verifier_files().items()},
+            mode=0o755,
+        )
         for _ in range(args.n):
             t0 = time.perf_counter()
             sb.exec(list(task.test_command), user="root", timeout=task.verifier_timeout)

@@ -11,9 +11,6 @@ policies that need it (the oracle) a look at the environment once per episode.
 
 from __future__ import annotations
 
-import io
-import tarfile
-import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -73,15 +70,13 @@ class OraclePolicy(Policy):
         files = self.task.solution_files()
         if not files:
             raise ValueError(f"task {self.task.name!r} has no solution: the oracle cannot run")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for name, src in sorted(files.items()):
-                data = src if isinstance(src, bytes) else Path(src).read_bytes()
-                info = tarfile.TarInfo(name.lstrip("/"))
-                info.size, info.mode, info.mtime = len(data), 0o755, int(time.time())
-                tar.addfile(info, io.BytesIO(data))
-        env.sandbox.exec(["mkdir", "-p", SOLUTION_DIR], user="root", timeout=30)
-        env.sandbox.client.api.put_archive(env.sandbox.id, SOLUTION_DIR, buf.getvalue())
+        env.sandbox.write_files(
+            {
+                f"{SOLUTION_DIR}/{name.lstrip('/')}": src if isinstance(src, bytes) else Path(src).read_bytes()
+                for name, src in files.items()
+            },
+            mode=0o755,
+        )
 
     def act(self, observation: str, info: dict[str, Any]) -> Any:
         self._step += 1

@@ -308,6 +308,8 @@ class Sandbox:
         dir_mode: int | None = None,
     ) -> None:
         """Write files given as {absolute path: content}; parent directories are created."""
+        if not files:
+            return
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             seen_dirs: set[str] = set()

@@ -245,7 +245,10 @@ class ProtectedVerifier:
         )
         if prep.exit_code != 0:
             raise InfraError(f"could not reset /tests and /logs/verifier: {prep.output[-500:]}")
-        sandbox.client.api.put_archive(sandbox.id, "/tests", _tar_of(task.verifier_files()))
+        files = {f"/tests/{n.lstrip('/')}": _read(src) for n, src in task.verifier_files().items()}
+        # Scripts executable, the rest read-only for the tests' own user; all owned by root.
+        sandbox.write_files({p: d for p, d in files.items() if p.endswith(".sh")}, mode=0o755)
+        sandbox.write_files({p: d for p, d in files.items() if not p.endswith(".sh")}, mode=0o644)
         timings["copy_tests"] = time.perf_counter() - t
         env = {**{str(k): str(v) for k, v in (getattr(task, "verifier_env", {}) or {}).items()}, **_SAFE_ENV}
         t = time.perf_counter()
@@ -402,17 +405,8 @@ def _python_path(path: str) -> bool:
     return "/python3" in path or "site-packages" in path or "dist-packages" in path
 
 
-def _tar_of(files: dict[str, Any]) -> bytes:
-    """A tar of {relative name: host path or bytes}, owned by root, scripts executable."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, src in sorted(files.items()):
-            data = src if isinstance(src, bytes) else open(src, "rb").read()
-            info = tarfile.TarInfo(name.lstrip("/"))
-            info.size, info.uid, info.gid, info.mtime = len(data), 0, 0, int(time.time())
-            info.mode = 0o755 if name.endswith(".sh") else 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+def _read(src: Any) -> bytes:
+    return src if isinstance(src, bytes) else open(src, "rb").read()
 
 
 def _read_results(sandbox: Sandbox) -> dict[str, bytes]:
