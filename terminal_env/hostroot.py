@@ -200,6 +200,7 @@ def build_host_rootfs(rootfs: Path, packages: Iterable[str], log: Callable[[str]
         cp.copy(f"/etc/ssl/certs/{entry}")
     if pip_wanted:
         _pip_install(rootfs, pip_wanted, log)
+    _maintainer_defaults(rootfs, cp)
     subprocess.run(["chroot", str(rootfs), "ldconfig"], capture_output=True)
     # Debian's maintainer scripts byte-compile Python modules; we ran none. Without the .pyc
     # files the first `python3 -m pytest` would write them into the image's trees, and the
@@ -258,6 +259,26 @@ def _copy_alternatives(cp: _Copier) -> None:
                 d = cp.dest(canon)
                 if not d.is_symlink() and not d.exists() and d.parent.is_dir():
                     os.symlink(f"/etc/alternatives/{name}", d)
+
+
+def _maintainer_defaults(rootfs: Path, cp: _Copier) -> None:
+    """What the maintainer scripts we do not run would have made, where it matters to tasks:
+    base-files' /etc/profile and root's dot files, and libpam-runtime's /etc/pam.d/common-*
+    (without them passwd, chpasswd, su and runuser fail with a PAM error)."""
+    defaults = Path("/usr/share/base-files")
+    for src, dest, mode in (("profile", "/etc/profile", 0o644), ("dot.profile", "/root/.profile", 0o644),
+                            ("dot.bashrc", "/root/.bashrc", 0o644)):
+        target = cp.dest(dest)
+        if (defaults / src).is_file() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(defaults / src, target)
+            os.chmod(target, mode)
+    cp.dest("/etc/profile.d").mkdir(parents=True, exist_ok=True)
+    if (rootfs / "usr/sbin/pam-auth-update").exists():
+        subprocess.run(
+            ["chroot", str(rootfs), "pam-auth-update", "--package", "--force"],
+            capture_output=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive"},
+        )
 
 
 def _write_accounts(rootfs: Path) -> None:

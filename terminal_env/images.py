@@ -107,7 +107,7 @@ class BaseRecipe:
     packages: tuple[str, ...] = BASE_PACKAGES
     mirror: str = DEFAULT_MIRROR  # written into the image's apt sources, so part of the content
     arch: str = field(default_factory=platform.machine)
-    version: int = 4  # bump when the code below changes what ends up in the rootfs
+    version: int = 5  # bump when the code below changes what ends up in the rootfs
 
     def digest(self) -> str:
         fields = asdict(self) | {
