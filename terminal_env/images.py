@@ -392,7 +392,20 @@ def ensure_base_image(
         tarball = cache_dir() / f"{digest}.tar"
         fresh = force or not tarball.exists()
         if fresh:
-            build_rootfs_tarball(recipe, tarball, log, source=chosen)
+            try:
+                build_rootfs_tarball(recipe, tarball, log, source=chosen)
+            except ImageBuildError as exc:
+                if source != "auto" or chosen != "debootstrap":
+                    raise
+                # The mirror answered but debootstrap failed (a flaky mirror, a proxy that cuts
+                # large downloads): the host's own packages are still a faithful bookworm.
+                log(f"debootstrap failed ({str(exc).splitlines()[0]}); building from the host's "
+                    "installed Debian packages instead")
+                chosen = "host"
+                digest = digests[chosen]
+                tarball = cache_dir() / f"{digest}.tar"
+                if not tarball.exists():
+                    build_rootfs_tarball(recipe, tarball, log, source=chosen)
         else:
             log(f"importing the cached rootfs {tarball}")
         try:

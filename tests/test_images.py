@@ -172,3 +172,29 @@ def test_require_image_points_at_bootstrap_for_the_base_image(client):
 @pytest.mark.docker
 def test_require_image_accepts_the_base_image(client, base_image):
     images.require_image(client, base_image)
+
+
+@pytest.mark.docker
+def test_failed_debootstrap_falls_back_to_host_packages(client, base_image, monkeypatch, tmp_path):
+    # A "mirror" on loopback that refuses connections: debootstrap fails at once, nothing leaves
+    # this machine, and auto mode must still produce an image from the host's packages.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("TERMINAL_ENV_DEBIAN_MIRROR", "http://127.0.0.1:9/debian")
+    monkeypatch.setattr(images, "mirror_reachable", lambda recipe, timeout=10: True)
+    tag = "terminal-env/test-fallback:1"
+    messages: list[str] = []
+    try:
+        assert ensure_base_image(client, log=messages.append, tag=tag) == tag
+        assert any("debootstrap failed" in m for m in messages), messages
+        label = client.images.get(tag).labels[images.RECIPE_LABEL]
+        assert label.endswith("-host")
+        assert "ok" in run_tag(client, tag, ["sh", "-c", "python3 -c 'import pytest' && echo ok"])
+    finally:
+        try:
+            client.images.remove(tag, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+
+
+def run_tag(client, tag, cmd) -> str:
+    return client.containers.run(tag, cmd, remove=True, network_mode="none").decode()
