@@ -130,11 +130,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_task, sample_paths
     from .load import find_tasks
 
-    paths = sample_paths(find_tasks(args.paths), args.sample, args.seed)
-    if args.split:
-        from .load import load_task
-
-        paths = [p for p in paths if _split_of(p, load_task) in args.split]
+    paths = find_tasks(args.paths)
+    if args.split:  # before sampling, so that --sample N gives N tasks of those splits
+        paths = [p for p in paths if _split_of(p) in args.split]
+    paths = sample_paths(paths, args.sample, args.seed)
     if not paths:
         raise ConfigError(f"no task directories under {' '.join(args.paths)}")
     console.print(f"checking {len(paths)} task(s) with {args.jobs} job(s)")
@@ -169,7 +168,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in rows) else 1
 
 
-def _split_of(path: Any, load_task: Any) -> str | None:
+def _split_of(path: Any) -> str | None:
+    from .load import load_task
+
     try:
         return load_task(path).split
     except ConfigError:

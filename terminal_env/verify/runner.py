@@ -56,7 +56,8 @@ PROTECTED_TREES = (
 VERIFIER_TREES = ("/tests", "/logs/verifier")
 # New files with these names change how Python or pytest start, wherever they appear.
 STARTUP_HOOKS = {"sitecustomize.py", "usercustomize.py"}
-SHADOW_MODULES = ("pytest", "_pytest", "pluggy", "py.py", "iniconfig")
+# Module names (file or package stem) that would shadow the test framework.
+SHADOW_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
 # Config files pytest reads from the rootdir and its ancestors: at "/" they steer every run.
 ROOT_CONFIGS = {"/conftest.py", "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml"}
 RESULT_FILES_LIMIT = 10 * 1024 * 1024
@@ -211,7 +212,7 @@ class ProtectedVerifier:
                 kind == 1
                 and _python_path(path)
                 and "/__pycache__/" not in path  # a changed .pyc of the image is caught below
-                and base.split(".")[0] in {m.split(".")[0] for m in SHADOW_MODULES}
+                and base.split(".")[0] in SHADOW_MODULES
             ):
                 flagged.append(path)
             elif kind == 1 and _python_path(path) and base.endswith(".pth"):
