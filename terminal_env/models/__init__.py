@@ -1,0 +1,1 @@
+"""Model backends: OpenAI-compatible servers, local transformers models, scripted and simple policies."""
