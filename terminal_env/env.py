@@ -131,6 +131,9 @@ class TerminalEnv(gym.Env[str, str]):
         self.action_space = spaces.Text(cfg.max_action_chars, min_length=0, charset=charset)
         self.sandbox: Sandbox | None = None
         self.session: ShellSession | None = None
+        #: an object with ``output(bytes)`` and ``input(bytes)`` (e.g. recording.CastRecorder)
+        #: that sees the terminal of the next episodes; set it before reset()
+        self.recorder: Any = None
         self._steps = 0
         self._t0 = 0.0
         self._done = True
@@ -167,6 +170,9 @@ class TerminalEnv(gym.Env[str, str]):
             if self.config.screen:
                 session.enable_screen()
             session.start()
+            if self.recorder is not None:
+                # attached after start-up: the recording shows the agent's terminal, not our setup
+                session.on_output, session.on_input = self.recorder.output, self.recorder.input
         except BaseException:
             sandbox.remove()
             raise

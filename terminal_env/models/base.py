@@ -17,11 +17,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InfraError, TerminalEnvError
+from ..errors import ConfigError, InfraError, TerminalEnvError
 
 
 class ModelError(InfraError):
     """The model backend failed (server down, stalled, refused) after its retries."""
+
+
+class ModelConfigError(ConfigError):
+    """The backend refused the configuration (bad key, unknown model, bad URL): a mistake of the
+    user that retrying cannot fix; a runner stops the whole run."""
 
 
 class ContextOverflowError(TerminalEnvError):

@@ -1,0 +1,230 @@
+"""The agent loop: a harness and a model backend play one episode of a TerminalEnv.
+
+::
+
+    traj = run_agent(env, get_harness("terminus"), backend)   # -> Trajectory (verified)
+
+Per model turn: fit the conversation into the input budget, ask the backend, parse the reply with
+the harness (a format error becomes the next observation), compile each harness action to generic
+actions and step the environment with them, report the results back in the harness's format.
+The trajectory is saved after every turn when a path is given.
+
+How it ends, and what the trajectory says:
+
+* the agent submits, or the environment's step or time budget runs out: the protected verifier
+  runs (``termination`` submitted / max_steps / time_limit);
+* the loop's turn budget runs out, or the prompt cannot fit: the work so far is verified
+  (max_turns / context_overflow);
+* the model backend fails after its retries, or the sandbox or engine fails: no verification,
+  ``masked=True`` (model_error / infra_error): an infrastructure failure is never the agent's.
+
+Mistakes of the user (a bad config, a refused API key) are raised as :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .actions import Submit, action_to_text
+from .context import fit_messages
+from .errors import ConfigError, InfraError
+from .harness.base import ActionResult, CommandRecord, FormatError, Harness
+from .models.base import Completion, ContextOverflowError, ModelBackend, ModelError, SamplingParams
+from .trajectory import ContextEvent, ModelRef, TaskRef, Trajectory, Turn
+
+
+def task_ref(env: Any) -> TaskRef:
+    task = env.source_task
+    if task is None:
+        return TaskRef(name=env.task.name)
+    return TaskRef(
+        name=task.name, path=str(task.path), category=task.category, difficulty=task.difficulty,
+        split=task.split, tests_digest=task.tests_digest,
+    )
+
+
+def _all_rewards(result: Any) -> dict[str, float]:
+    from .rewards import REWARDS
+
+    out = {}
+    for name, fn in REWARDS.items():
+        try:
+            out[name] = float(fn(result))
+        except Exception:  # a reward that needs arguments; the chosen one is in `reward`
+            continue
+    return out
+
+
+class _Episode:
+    """State of one run of the loop (kept small so run_agent reads top to bottom)."""
+
+    def __init__(self, env: Any, traj: Trajectory, path: Path | None, on_turn: Callable | None):
+        self.env, self.traj, self.path, self.on_turn = env, traj, path, on_turn
+        self.done = False
+        self.ratio = 1.0  # measured prompt tokens / estimate, from the last usage report
+
+    def save(self) -> None:
+        if self.path is not None:
+            self.traj.save(self.path)
+
+    def count(self, messages: list[dict[str, Any]], tools: Any) -> int:
+        from .models.base import count_tokens_approx
+
+        return int(count_tokens_approx(messages, tools) * self.ratio)
+
+    def step(self, action: Any) -> CommandRecord:
+        """One generic action through the environment."""
+        t0 = time.monotonic()
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except ConfigError as exc:  # the model wrote an action the env refuses (e.g. too long)
+            return CommandRecord(action=action.model_dump(), text=action_to_text(action),
+                                 observation=f"[terminal-env] action refused: {exc}")
+        rec = CommandRecord(
+            action=action.model_dump(), text=action_to_text(action), observation=obs,
+            exit_code=info.get("exit_code"), duration=time.monotonic() - t0,
+            timed_out=bool(info.get("timed_out")), truncated=bool(info.get("truncated")),
+        )
+        if terminated or truncated:
+            self.finish(info, "submitted" if terminated else self._truncation_reason(info))
+            self.traj.reward = float(reward)
+        return rec
+
+    def _truncation_reason(self, info: dict[str, Any]) -> str:
+        return "max_steps" if info.get("step", 0) >= self.env.config.max_steps else "time_limit"
+
+    def finish(self, info: dict[str, Any], termination: str) -> None:
+        self.done = True
+        t = self.traj
+        t.termination = termination  # type: ignore[assignment]
+        result = info.get("verification")
+        if result is not None:
+            t.verification = result.model_dump(mode="json")
+            t.rewards = _all_rewards(result)
+            t.timings["verify"] = float(getattr(result, "duration", 0.0))
+        t.masked = bool(info.get("masked"))
+        if t.masked and t.termination == "submitted":
+            t.error = f"verification failed for infrastructure reasons: {getattr(result, 'message', '')}"
+
+    def verify_now(self, termination: str) -> None:
+        """End the episode where it stands and verify the work so far."""
+        _, reward, _, _, info = self.env.step(Submit())
+        self.finish(info, termination)
+        self.traj.reward = reward
+
+
+def run_agent(
+    env: Any,
+    harness: Harness,
+    backend: ModelBackend,
+    *,
+    params: SamplingParams | None = None,
+    max_turns: int = 100,
+    trajectory_path: str | Path | None = None,
+    recorder: Any = None,
+    on_turn: Callable[[Trajectory], None] | None = None,
+    seed: int | None = None,
+) -> Trajectory:
+    params = params or SamplingParams()
+    from . import __version__
+    from .harness import get_harness
+
+    native = getattr(backend, "native_harness", None)
+    if native and native != harness.name:
+        harness = get_harness(native)  # oracle, nop, human and replay speak one harness
+    traj = Trajectory(
+        terminal_env_version=__version__, task=TaskRef(name="?"), harness=harness.name,
+        model=ModelRef(name=getattr(backend, "name", type(backend).__name__),
+                       backend=type(backend).__name__, params=params.model_dump()),
+        tools=harness.tools(),
+    )
+    ep = _Episode(env, traj, Path(trajectory_path) if trajectory_path else None, on_turn)
+    t_start = time.monotonic()
+    env.recorder = recorder
+    try:
+        harness.reset()
+        t0 = time.monotonic()
+        obs, info = env.reset(seed=seed)
+        traj.timings["reset"] = time.monotonic() - t0
+        traj.task = task_ref(env)
+        if hasattr(backend, "start_episode"):
+            backend.start_episode(env, harness)
+        traj.messages = list(harness.initial_messages(env.task.instruction, obs))
+        ep.save()
+        for n in range(max_turns):
+            _turn(ep, harness, backend, params, n)
+            ep.save()
+            if on_turn is not None:
+                on_turn(traj)
+            if ep.done:
+                break
+        if not ep.done:
+            ep.verify_now("max_turns")
+    except ContextOverflowError as exc:
+        traj.error = str(exc)
+        try:
+            ep.verify_now("context_overflow")
+        except InfraError as infra:
+            traj.termination, traj.masked, traj.error = "infra_error", True, f"{type(infra).__name__}: {infra}"
+    except ModelError as exc:
+        traj.termination, traj.masked, traj.error = "model_error", True, str(exc)
+    except InfraError as exc:
+        traj.termination, traj.masked, traj.error = "infra_error", True, f"{type(exc).__name__}: {exc}"
+    finally:
+        env.recorder = None
+        traj.timings["total"] = time.monotonic() - t_start
+        traj.timings["model"] = sum(t.model_seconds for t in traj.turns)
+        traj.timings["env"] = sum(t.env_seconds for t in traj.turns)
+        ep.save()
+    return traj
+
+
+def _turn(ep: _Episode, harness: Harness, backend: ModelBackend, params: SamplingParams, n: int) -> None:
+    traj = ep.traj
+    turn = Turn(index=n, started=time.time())
+    traj.turns.append(turn)
+    tools = harness.tools()
+    budget = params.max_input_tokens
+    sent, event = fit_messages(traj.messages, budget, count=lambda ms: ep.count(ms, tools))
+    if event is not None:
+        traj.context_events.append(ContextEvent(turn=n, **event))
+    turn.prompt_messages = len(sent)
+    turn.prompt_tokens_estimate = ep.count(sent, tools)
+    t0 = time.monotonic()
+    try:
+        completion: Completion = backend.complete(sent, tools=tools, params=params)
+    finally:
+        turn.model_seconds = time.monotonic() - t0
+    turn.completion = completion
+    if completion.usage.prompt_tokens and turn.prompt_tokens_estimate:
+        raw = turn.prompt_tokens_estimate / ep.ratio
+        ep.ratio = min(3.0, max(0.5, completion.usage.prompt_tokens / raw))
+    traj.messages.append(completion.assistant_message())
+    turn.message_index = len(traj.messages) - 1
+    t0 = time.monotonic()
+    try:
+        actions = harness.parse(completion)
+    except FormatError as err:
+        turn.format_error = err.feedback
+        traj.messages.extend(harness.error_messages(err, completion))
+        return
+    results: list[ActionResult] = []
+    for action in actions:
+        if ep.done:
+            break
+        try:
+            generic = harness.compile(action)
+        except FormatError as err:
+            results.append(ActionResult(action=action, error=err.feedback, observation=err.feedback))
+            continue
+        records = []
+        for g in generic:
+            records.append(ep.step(g))
+            if ep.done:
+                break
+        results.append(ActionResult(action=action, commands=records, observation=harness.observe(action, records)))
+    turn.actions = results
+    turn.env_seconds = time.monotonic() - t0
+    traj.messages.extend(harness.result_messages(results, completion))

@@ -1,0 +1,156 @@
+"""Backends that are not models: scripted replies, replay of a saved trajectory, the task's oracle,
+nop, and a human at the keyboard. They go through the same harness and agent loop as a model, so
+what they produce is an ordinary trajectory.
+
+Oracle, nop and human speak the ``generic`` harness (one fenced ``bash`` block per turn); the
+agent loop switches to it for them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..errors import ConfigError
+from .base import Completion, EpisodeAware, ModelError, ToolCall, split_thinking
+
+Reply = str | dict[str, Any] | Completion
+
+
+def fenced(command: str) -> str:
+    """A generic-harness reply running ``command``."""
+    return f"```bash\n{command}\n```"
+
+
+def to_completion(reply: Reply, n: int = 0) -> Completion:
+    """A scripted reply as a Completion: a str is the assistant text; a dict may carry
+    ``content`` and ``tool_calls`` ([{"name", "arguments"}]) like an API answer."""
+    if isinstance(reply, Completion):
+        return reply
+    if isinstance(reply, str):
+        text, reasoning = split_thinking(reply)
+        return Completion(text=text, reasoning=reasoning, finish_reason="stop")
+    if isinstance(reply, dict):
+        import json
+
+        calls = []
+        for i, c in enumerate(reply.get("tool_calls") or []):
+            args = c.get("arguments", "")
+            calls.append(
+                ToolCall(id=c.get("id") or f"call_{n}_{i}", name=c["name"],
+                         arguments=args if isinstance(args, str) else json.dumps(args))
+            )
+        return Completion(text=reply.get("content") or "", tool_calls=calls,
+                          finish_reason="tool_calls" if calls else "stop")
+    raise ConfigError(f"a scripted reply must be a str, a dict or a Completion, got {type(reply).__name__}")
+
+
+class ScriptedBackend(EpisodeAware):
+    """Plays ``replies`` in order (rewound every episode). Running out is an error, so a test
+    whose script is too short fails instead of passing quietly."""
+
+    def __init__(self, replies: Iterable[Reply] | Callable[[list[dict[str, Any]]], Reply], *, name: str = "scripted"):
+        self.name = name
+        self._fn = replies if callable(replies) else None
+        self._replies = [] if callable(replies) else list(replies)
+        self._i = 0
+
+    def start_episode(self, env: Any, harness: Any) -> None:
+        self._i = 0
+
+    def complete(self, messages, *, tools=None, params=None) -> Completion:
+        self._i += 1
+        if self._fn is not None:
+            return to_completion(self._fn(messages), self._i)
+        if self._i > len(self._replies):
+            raise ModelError(f"scripted backend {self.name!r}: the script of {len(self._replies)} replies is exhausted")
+        return to_completion(self._replies[self._i - 1], self._i)
+
+
+class ReplayBackend(ScriptedBackend):
+    """Replays the completions of a saved trajectory, in its harness."""
+
+    def __init__(self, path: str | Path):
+        from ..trajectory import Trajectory
+
+        traj = Trajectory.load(path)
+        comps = [t.completion for t in traj.turns if t.completion is not None]
+        if not comps:
+            raise ConfigError(f"{path}: the trajectory has no model turns to replay")
+        super().__init__(comps, name=f"replay:{traj.model.name}")
+        self.native_harness = traj.harness
+        self.source = str(path)
+
+
+class NopBackend(EpisodeAware):
+    """Submits at once: a task it passes is a broken task."""
+
+    name = "nop"
+    native_harness = "generic"
+
+    def complete(self, messages, *, tools=None, params=None) -> Completion:
+        return Completion(text=fenced("#!submit"), finish_reason="stop")
+
+
+class OracleBackend(EpisodeAware):
+    """Runs the task's reference solution (copied in for this backend only, removed before
+    verification), then submits. Its one command gets the task's whole agent timeout."""
+
+    name = "oracle"
+    native_harness = "generic"
+
+    def __init__(self) -> None:
+        self._turn = 0
+        self._cmd: str | None = None
+
+    def start_episode(self, env: Any, harness: Any) -> None:
+        from ..policies import SOLUTION_DIR, OraclePolicy
+
+        task = env.source_task
+        if task is None:
+            raise ConfigError("the oracle needs a task directory (it runs the task's solution/)")
+        OraclePolicy(task).on_reset(env)  # copies solution/ in
+        timeout = float(getattr(task, "agent_timeout", 600) or 600)
+        env.config = env.config.model_copy(update={"command_timeout": timeout})
+        self._turn = 0
+        self._cmd = " ".join(task.solution_command) + f"; rm -rf {SOLUTION_DIR}"
+
+    def complete(self, messages, *, tools=None, params=None) -> Completion:
+        self._turn += 1
+        first = self._turn == 1 and self._cmd is not None
+        return Completion(text=fenced(self._cmd if first else "#!submit"), finish_reason="stop")
+
+
+class HumanBackend(EpisodeAware):
+    """You play: the observation is printed, you type the next command in your own terminal.
+
+    A line is a shell command (end a line with ``\\`` to continue it), ``#!keys C-c`` sends
+    keystrokes, ``#!submit`` (or end of input, Ctrl-D) ends the episode and runs the verifier."""
+
+    name = "human"
+    native_harness = "generic"
+
+    def __init__(self, stdin: Any = None, stdout: Any = None):
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+
+    def complete(self, messages, *, tools=None, params=None) -> Completion:
+        last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") != "assistant"), "")
+        self.stdout.write("\n" + last.rstrip() + "\n")
+        lines: list[str] = []
+        while True:
+            self.stdout.write("> " if not lines else "… ")
+            self.stdout.flush()
+            line = self.stdin.readline()
+            if not line:  # end of input
+                return Completion(text=fenced("#!submit"), finish_reason="stop")
+            line = line.rstrip("\n")
+            if line.endswith("\\"):
+                lines.append(line[:-1])
+                continue
+            lines.append(line)
+            text = "\n".join(lines).strip()
+            if text:
+                return Completion(text=fenced(text), finish_reason="stop")
+            lines = []

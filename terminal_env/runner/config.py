@@ -1,0 +1,84 @@
+"""The configuration of a run, and which tasks it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError
+from ..models.base import SamplingParams
+
+#: fields that may differ when a run is resumed (they do not change what a trial means)
+RESUMABLE_FIELDS = {"concurrency", "infra_retries", "progress"}
+
+
+class RunConfig(BaseModel):
+    """Everything that decides what a run measures. Saved in run.json; a resumed run must match."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[str] = Field(
+        description="Task directories, folders of tasks, names of bundled tasks, or "
+        "'pool' / 'pool:train' / 'pool:validation' / 'pool:test'."
+    )
+    harness: str = "generic"
+    harness_options: dict[str, Any] = Field(default_factory=dict)
+    model: str = Field(description="Model spec, e.g. openai:NAME, hf:PATH, oracle, nop, replay:FILE.")
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    attempts: int = Field(3, ge=1, le=1000)
+    concurrency: int = Field(1, ge=1, le=256)
+    params: SamplingParams = Field(default_factory=SamplingParams)
+    max_turns: int = Field(100, ge=1)
+    max_steps: int = Field(200, ge=1, description="Environment steps (generic actions) per episode.")
+    command_timeout: float = Field(180.0, gt=0, description="Per command, s.")
+    episode_timeout: float | None = Field(None, gt=0, description="Per episode, s (default: the task's).")
+    verify_timeout: float | None = Field(None, gt=0, description="Per verification, s (default: the task's).")
+    reward: str = "binary"
+    infra_retries: int = Field(2, ge=0, le=20)
+    allow_test: bool = False
+    seed: int = 0
+    progress: bool = True
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude=RESUMABLE_FIELDS)
+
+
+def resolve_tasks(specs: list[str], *, allow_test: bool = False) -> list[Any]:
+    """Load the tasks named by ``specs`` (see :attr:`RunConfig.tasks`); sorted, no duplicates."""
+    from ..tasks import load_task
+    from ..tasks.load import find_tasks, is_task_dir
+    from ..tasks.pool import SPLITS, load_pool, pool_dir
+
+    found: dict[str, Any] = {}
+    for spec in specs:
+        if spec == "pool" or spec.startswith("pool:"):
+            splits = spec.split(":", 1)[1].split(",") if ":" in spec else ["train", "validation"]
+            for t in load_pool(splits=splits, allow_test=allow_test):
+                found.setdefault(t.name, t)
+            continue
+        path = Path(spec)
+        if not path.exists() and (pool_dir() / spec).is_dir():
+            path = pool_dir() / spec  # a bundled task by name
+        if not path.exists():
+            raise ConfigError(
+                f"--tasks {spec!r}: no such task directory, folder of tasks or bundled task. Use a path, "
+                f"a bundled task's name (see `terminal-env tasks list`), or pool[:{'|'.join(SPLITS)}]"
+            )
+        paths = [path] if is_task_dir(path) else find_tasks([path])
+        if not paths:
+            raise ConfigError(f"--tasks {spec!r}: no task directories found under {path}")
+        for p in paths:
+            t = load_task(p)
+            if t.split == "test" and not allow_test:
+                raise ConfigError(
+                    f"task {t.name!r} ({p}) is in the protected test split; evaluating on it needs "
+                    "--allow-test (never select checkpoints on it)"
+                )
+            if t.name in found and Path(found[t.name].path).resolve() != Path(t.path).resolve():
+                raise ConfigError(f"two tasks are named {t.name!r}: {found[t.name].path} and {t.path}")
+            found[t.name] = t
+    if not found:
+        raise ConfigError(f"--tasks {specs}: no tasks selected")
+    return [found[n] for n in sorted(found)]
