@@ -185,6 +185,9 @@ def _turn(ep: _Episode, harness: Harness, backend: ModelBackend, params: Samplin
     traj = ep.traj
     turn = Turn(index=n, started=time.time())
     traj.turns.append(turn)
+    marker = getattr(ep.env.recorder, "marker", None)
+    if marker is not None:
+        marker(f"turn {n}")
     tools = harness.tools()
     budget = params.max_input_tokens
     sent, event = fit_messages(traj.messages, budget, count=lambda ms: ep.count(ms, tools))

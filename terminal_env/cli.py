@@ -190,9 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["binary", "partial_progress", "strict_success_first"])
     dm.set_defaults(func=cmd_demo)
 
+    from .runner.cli import add_run_parsers
     from .tasks.cli import add_tasks_parser
 
     add_tasks_parser(sub)
+    add_run_parsers(sub)
 
     sh = sub.add_parser("shell", help="play an episode yourself in a sandbox")
     sh.add_argument("--image", default="terminal-env/base:bookworm-1")

@@ -7,7 +7,10 @@ request sends, and the cut is recorded (:class:`~terminal_env.trajectory.Context
    recent ones) have their content replaced by a short note saying how much was elided;
 2. if that is not enough, the oldest whole turns (an assistant message and the observations that
    answer it) are left out, and the task statement says how many;
-3. if the system prompt, the task and the last turn alone do not fit, :class:`ContextOverflowError`.
+3. if that is still too much, the recent observations are elided too and the newest one is cut in
+   the middle;
+4. if the system prompt, the task and the last model reply alone do not fit,
+   :class:`ContextOverflowError`.
 
 The system prompt and the first user message (the task) are never cut, and a ``tool`` message is
 never separated from the assistant message whose call it answers.
@@ -44,7 +47,7 @@ def fit_messages(
 
     >>> msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
     >>> msgs += [{"role": "assistant", "content": "ls"}, {"role": "user", "content": "x" * 4000}] * 3
-    >>> sent, event = fit_messages(msgs, 1000)
+    >>> sent, event = fit_messages(msgs, 2500)
     >>> event["kind"], event["messages"]
     ('elided', [3])
     >>> "elided" in sent[3]["content"], sent[-1]["content"] == "x" * 4000
@@ -88,6 +91,30 @@ def fit_messages(
         kept[head - 1] = dict(kept[head - 1])
         kept[head - 1]["content"] = (kept[head - 1].get("content") or "") + DROPPED.format(n=n_turns)
     after = count(kept)
+    last_notes: list[int] = []
+    if after > budget:
+        # Even the recent observations must go (all but the newest), then the newest is cut
+        # in the middle: the model still sees how the last command began and ended.
+        offset = dropped_until - head
+        for j in range(head, len(kept) - 1):
+            m = kept[j]
+            if after <= budget:
+                break
+            if m.get("role") in ("user", "tool") and len(m.get("content") or "") > 200:
+                old = count([m])
+                m["content"] = ELIDED.format(n=len(m["content"]))
+                after -= old - count([m])
+                last_notes.append(j + offset)
+        last = kept[-1]
+        if after > budget and last.get("role") in ("user", "tool"):
+            text = last.get("content") or ""
+            excess_chars = int((after - budget) * 3.5) + 200
+            keep = max(0, len(text) - excess_chars)
+            if keep > 0:
+                note = f"\n[terminal-env: {len(text) - keep} characters elided to fit the context window]\n"
+                last["content"] = text[: keep // 2] + note + text[len(text) - keep // 2 :]
+                last_notes.append(len(out) - 1)
+                after = count(kept)
     if after > budget:
         raise ContextOverflowError(
             f"the conversation needs ~{after} input tokens even after cutting old turns; the budget "
@@ -95,8 +122,8 @@ def fit_messages(
         )
     dropped = list(range(head, dropped_until))
     return kept, {
-        "kind": "dropped",
-        "messages": sorted(set(elided) - set(dropped)) + dropped,
+        "kind": "dropped" if n_turns else "elided",
+        "messages": sorted((set(elided) | set(last_notes)) - set(dropped)) + dropped,
         "tokens_before": before,
         "tokens_after": after,
     }

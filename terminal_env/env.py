@@ -302,6 +302,9 @@ class TerminalEnv(gym.Env[str, str]):
         assert self.session is not None
         try:
             if isinstance(act, Command):
+                show = getattr(self.recorder, "command", None)
+                if show is not None:
+                    show(act.command)  # the session types with echo off; show what was run
                 timeout = min(act.timeout or self.config.command_timeout, max(remaining, 1.0))
                 return self.session.run(act.command, timeout=timeout)
             data = encode_keys(act.keys, literal=act.literal)

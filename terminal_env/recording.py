@@ -67,6 +67,12 @@ class CastRecorder:
         with self._lock:
             self._event("i", data)
 
+    def command(self, text: str) -> None:
+        """Show a command as typed at a prompt (the session runs with echo off)."""
+        shown = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        with self._lock:
+            self._event("o", f"\x1b[1;32m$\x1b[0m {shown}\r\n".encode())
+
     def marker(self, label: str) -> None:
         """A named point in the recording (asciinema's "m" event), e.g. a model turn."""
         with self._lock:

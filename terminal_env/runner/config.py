@@ -64,7 +64,7 @@ def resolve_tasks(specs: list[str], *, allow_test: bool = False) -> list[Any]:
         if not path.exists():
             raise ConfigError(
                 f"--tasks {spec!r}: no such task directory, folder of tasks or bundled task. Use a path, "
-                f"a bundled task's name (see `terminal-env tasks list`), or pool[:{'|'.join(SPLITS)}]"
+                f"a bundled task's name (see docs/pool.md), or pool[:{'|'.join(SPLITS)}]"
             )
         paths = [path] if is_task_dir(path) else find_tasks([path])
         if not paths:

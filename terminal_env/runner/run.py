@@ -8,6 +8,7 @@ apart from agent failures and excluded from the scores.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -65,6 +66,9 @@ class Runner:
         self._stop = threading.Event()
         self._live_envs: set[Any] = set()
         self._lock = threading.Lock()
+        digest = hashlib.sha1(str(self.run_dir.resolve()).encode()).hexdigest()[:8]
+        #: the sandbox label of this run's containers (terminal-env.run=...)
+        self.run_id = f"{self.run_dir.name[:32]}-{digest}"
 
     # ------------------------------------------------------------------ run directory
     def prepare(self) -> list[tuple[Any, int]]:
@@ -196,7 +200,7 @@ class Runner:
             max_steps=self.config.max_steps,
             command_timeout=self.config.command_timeout,
             time_limit=self.config.episode_timeout or float(task.agent_timeout),
-            run_id=self.run_dir.name[:40] or "run",
+            run_id=self.run_id,
         )
         with self._build_locks[task.name]:  # one build per task image, even with many workers
             env = TerminalEnv(task, config=cfg, reward=self.config.reward, client=self.client)

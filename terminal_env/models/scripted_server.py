@@ -1,0 +1,399 @@
+"""A real OpenAI-compatible HTTP server whose answers follow a script, for tests and demos.
+
+It speaks enough of the chat-completions API for the official ``openai`` client, vLLM-style
+clients and ``curl``: ``POST /v1/chat/completions`` and ``GET /v1/models``. It binds to
+127.0.0.1 on a free port and serves from a background thread, so a harness can be tested end
+to end (HTTP, retries, timeouts, tool calls) without a model::
+
+    with ScriptedServer(["ls -la", {"tool_calls": [{"name": "run", "arguments": {"cmd": "ls"}}]},
+                         Fail(500), Stall(5.0), Disconnect()]) as server:
+        backend = OpenAIBackend("scripted", base_url=server.base_url)
+        ...
+        server.requests   # the JSON bodies received, in order
+
+**The script.** Each request takes the next *item*:
+
+- a list: items in order, shared by every conversation (``per_conversation=True`` gives each
+  conversation, keyed by the content of its first user message, its own cursor over the list);
+- a dict mapping a conversation's first user message to its own list;
+- a callable ``script(request_body) -> item``, asked for every request.
+
+Items:
+
+- ``str``: the assistant's text;
+- ``dict``: ``{"content": ..., "tool_calls": [{"name": ..., "arguments": dict-or-str}],
+  "reasoning_content": ..., "finish_reason": ...}`` (all keys optional);
+- :class:`Fail`: an HTTP error status (with a body and headers such as ``Retry-After``);
+- :class:`Stall`: wait, then answer (a client timeout test); closing the server wakes it;
+- :class:`Disconnect`: close the connection without any response.
+
+When the script runs out the server answers HTTP 500 with an error saying so, so a test that
+asks more than it scripted fails loudly instead of passing on a made-up answer.
+
+Standard library only: this module ships in the package for users testing their harnesses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Union
+
+__all__ = ["Disconnect", "Fail", "RequestRecord", "ScriptedServer", "Stall"]
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with an HTTP error. ``body``: a dict is sent as JSON as it is, a str becomes the
+    message of an OpenAI-style ``{"error": {...}}`` body, bytes are sent raw."""
+
+    status: int = 500
+    body: dict[str, Any] | str | bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Sleep ``seconds`` (``float('inf')`` for ever) before answering with ``then`` (any item;
+    by default a short text). Closing the server ends the wait and drops the connection."""
+
+    seconds: float
+    then: Any = "(late answer after a stall)"
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """Close the connection without sending a response."""
+
+
+Item = Union[str, dict, Fail, Stall, Disconnect]
+Script = Union[list, dict, Callable[[dict], Any]]
+
+
+@dataclass
+class RequestRecord:
+    """One request as the server received it."""
+
+    time: float  #: ``time.monotonic()`` when the request was read
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  #: the decoded JSON body (``None`` for GET)
+
+
+class _Exhausted(Exception):
+    pass
+
+
+_WORD = re.compile(r"\S+")
+_PIECE = re.compile(r"\s*\S+|\s+$")
+
+
+def _words(text: str) -> int:
+    return len(_WORD.findall(text or ""))
+
+
+def _message_text(message: dict) -> str:
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    parts = [str(content)]
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        parts.append(f"{fn.get('name', '')} {fn.get('arguments', '')}")
+    return " ".join(parts)
+
+
+def _first_user(body: dict) -> str:
+    for m in body.get("messages") or ():
+        if isinstance(m, dict) and m.get("role") == "user":
+            return _message_text(m)
+    return ""
+
+
+class ScriptedServer:
+    """Serve ``script`` on ``http://127.0.0.1:PORT/v1``; use as a context manager or call
+    :meth:`close`. ``model`` is the id reported by ``/v1/models`` and in completions."""
+
+    def __init__(self, script: Script, *, model: str = "scripted", per_conversation: bool = False):
+        if not (isinstance(script, (list, tuple, dict)) or callable(script)):
+            raise TypeError("script must be a list of items, a dict of lists, or a callable")
+        self.model = model
+        self._script = list(script) if isinstance(script, tuple) else script
+        self._per_conversation = per_conversation
+        self._lock = threading.Lock()
+        self._cursors: dict[str, int] = {}
+        self._log: list[RequestRecord] = []
+        self._closing = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._counter = 0
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self.port: int = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name=f"scripted-server-{self.port}", daemon=True,
+        )
+        self._thread.start()
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[Any]:
+        """The JSON bodies of the chat-completion requests received so far (a copy)."""
+        with self._lock:
+            return [r.body for r in self._log if r.method == "POST"]
+
+    @property
+    def log(self) -> list[RequestRecord]:
+        """Every request received (time, method, path, headers, body), a copy."""
+        with self._lock:
+            return list(self._log)
+
+    def close(self) -> None:
+        """Stop serving: wakes stalled handlers, drops open connections, frees the port."""
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- script ---------------------------------------------------------------------------
+
+    def _next_item(self, body: dict) -> Any:
+        script = self._script
+        if callable(script) and not isinstance(script, (list, dict)):
+            return script(body)
+        with self._lock:
+            if isinstance(script, dict):
+                key = _first_user(body)
+                if key not in script:
+                    raise _Exhausted(f"no script for a conversation starting with {key[:80]!r}")
+                items, cursor_key = script[key], key
+            else:
+                items = script
+                cursor_key = _first_user(body) if self._per_conversation else ""
+            i = self._cursors.get(cursor_key, 0)
+            if i >= len(items):
+                where = f" for the conversation {cursor_key[:80]!r}" if cursor_key else ""
+                raise _Exhausted(f"the script is exhausted{where}: all {len(items)} items were used")
+            self._cursors[cursor_key] = i + 1
+            return items[i]
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._counter += 1
+            return self._counter
+
+    # -- responses ------------------------------------------------------------------------
+
+    def _completion(self, item: Any, body: dict) -> dict:
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise TypeError(f"unsupported script item {item!r}")
+        n = self._next_id()
+        content = item.get("content")
+        calls = []
+        for j, call in enumerate(item.get("tool_calls") or ()):
+            args = call.get("arguments", "")
+            if not isinstance(args, str):
+                args = json.dumps(args)
+            calls.append({
+                "id": call.get("id") or f"call_{n}_{j}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": args},
+            })
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
+        for key in ("reasoning_content", "reasoning"):
+            if key in item:
+                message[key] = item[key]
+        text = content or ""
+        out_text = " ".join([text] + [c["function"]["name"] + " " + c["function"]["arguments"]
+                                      for c in calls])
+        prompt_tokens = sum(_words(_message_text(m)) for m in body.get("messages") or ()
+                            if isinstance(m, dict))
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": message,
+            "finish_reason": item.get("finish_reason") or ("tool_calls" if calls else "stop"),
+            "logprobs": None,
+        }
+        if body.get("logprobs"):
+            as_ids = bool(body.get("return_tokens_as_token_ids"))
+            entries = []
+            for k, piece in enumerate(_PIECE.findall(text)):
+                tok_id = zlib.crc32(piece.encode()) % 50_000
+                entries.append({
+                    "token": f"token_id:{tok_id}" if as_ids else piece,
+                    "logprob": -0.05 - 0.1 * (k % 7),
+                    "bytes": list(piece.encode()),
+                    "top_logprobs": [],
+                })
+            choice["logprobs"] = {"content": entries}
+        return {
+            "id": f"chatcmpl-scripted-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": _words(out_text),
+                "total_tokens": prompt_tokens + _words(out_text),
+            },
+        }
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            server_version = "ScriptedServer/1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+                pass  # quiet: tests read .log instead
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._connections.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:
+                    pass
+
+            def _record(self, body: Any) -> None:
+                rec = RequestRecord(time.monotonic(), self.command, self.path,
+                                    {k: v for k, v in self.headers.items()}, body)
+                with server._lock:
+                    server._log.append(rec)
+
+            def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None,
+                           raw: bytes | None = None) -> None:
+                data = raw if raw is not None else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, str(v))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except OSError:  # the client gave up (timeout) and closed the socket
+                    self.close_connection = True
+
+            def _error(self, status: int, message: str, headers: dict[str, str] | None = None,
+                       kind: str | None = None) -> None:
+                payload = {"error": {"message": message, "type": kind or _error_type(status),
+                                     "param": None, "code": status}}
+                self._send_json(status, payload, headers)
+
+            def _drop(self) -> None:
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                self._record(None)
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if path in ("/v1/models", "/models"):
+                    self._send_json(200, {"object": "list", "data": [
+                        {"id": server.model, "object": "model", "created": 0, "owned_by": "scripted"}]})
+                elif path in ("/health", "/v1/health"):
+                    self._send_json(200, {"status": "ok"})
+                else:
+                    self._error(404, f"no route GET {self.path}")
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    self._record(raw.decode("utf-8", "replace"))
+                    self._error(400, "the request body is not valid JSON")
+                    return
+                self._record(body)
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if path not in ("/v1/chat/completions", "/chat/completions"):
+                    self._error(404, f"no route POST {self.path}")
+                    return
+                if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                    self._error(400, "'messages' is required and must be a list")
+                    return
+                try:
+                    item = server._next_item(body)
+                except _Exhausted as e:
+                    self._error(500, f"ScriptedServer: {e}", kind="script_exhausted")
+                    return
+                self._answer(item, body)
+
+            def _answer(self, item: Any, body: dict) -> None:
+                if isinstance(item, Stall):
+                    wait = None if item.seconds == float("inf") else max(0.0, item.seconds)
+                    if server._closing.wait(wait):
+                        self._drop()
+                        return
+                    self._answer(item.then, body)
+                elif isinstance(item, Disconnect):
+                    self._drop()
+                elif isinstance(item, Fail):
+                    headers = dict(item.headers)
+                    if isinstance(item.body, bytes):
+                        self._send_json(item.status, None, headers, raw=item.body)
+                    elif isinstance(item.body, dict):
+                        self._send_json(item.status, item.body, headers)
+                    else:
+                        self._error(item.status, item.body or f"scripted failure (HTTP {item.status})",
+                                    headers)
+                else:
+                    try:
+                        payload = server._completion(item, body)
+                    except (TypeError, KeyError) as e:
+                        self._error(500, f"ScriptedServer: bad script item {item!r}: {e}",
+                                    kind="script_error")
+                        return
+                    self._send_json(200, payload)
+
+        return Handler
+
+
+def _error_type(status: int) -> str:
+    return {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+            404: "not_found_error", 429: "rate_limit_error"}.get(
+        status, "server_error" if status >= 500 else "invalid_request_error")

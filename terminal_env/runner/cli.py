@@ -1,0 +1,173 @@
+"""``terminal-env run``, ``report``, ``export`` and ``play``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
+        "max_input_tokens": args.max_input_tokens, "thinking": args.thinking,
+        "logprobs": args.logprobs,
+    }
+    if args.top_p is not None:
+        out["top_p"] = args.top_p
+    return out
+
+
+def _model_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    for key in ("base_url", "api_key_env", "request_timeout", "max_retries", "requests_per_minute"):
+        value = getattr(args, key, None)
+        if value is not None:
+            opts["timeout" if key == "request_timeout" else key] = value
+    return opts
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+    from rich.console import Console
+
+    from .config import RunConfig
+    from .run import Runner
+    from .table import print_summary
+
+    try:
+        config = RunConfig(
+            tasks=args.tasks, harness=args.harness, model=args.model, model_options=_model_options(args),
+            attempts=args.attempts, concurrency=args.concurrency, params=_params(args),
+            max_turns=args.max_turns, max_steps=args.max_steps, command_timeout=args.command_timeout,
+            episode_timeout=args.episode_timeout, verify_timeout=args.verify_timeout, reward=args.reward,
+            infra_retries=args.retries, allow_test=args.allow_test, seed=args.seed,
+            progress=not args.quiet,
+        )
+    except ValidationError as exc:
+        raise ConfigError(f"invalid run options: {exc}") from None
+    from ..harness import harness_class
+
+    harness_class(config.harness)  # an unknown harness fails before anything starts
+    out = Path(args.out) if args.out else Path("runs") / (
+        time.strftime("%Y%m%d-%H%M%S") + f"-{config.harness}-{config.model.replace('/', '_').replace(':', '-')}"
+    )
+    console = Console(stderr=True, highlight=False)
+    console.print(f"run directory: {out}")
+    summary = Runner(config, out, console=console).run()
+    print_summary(summary, console=Console(highlight=False))
+    if args.report:
+        from ..report import write_report
+
+        console.print(f"report: {write_report(out)}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..report import write_report
+
+    index = write_report(Path(args.run_dir), Path(args.other) if args.other else None,
+                         Path(args.out) if args.out else None)
+    print(index)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..trajectory import Trajectory
+
+    src = Path(args.source)
+    files = sorted(src.glob("trials/*/*/trajectory.json")) if src.is_dir() else [src]
+    if not files:
+        raise ConfigError(f"{src}: no trajectories found (expected a run directory or a trajectory.json)")
+    out = open(args.output, "w") if args.output else sys.stdout
+    try:
+        for f in files:
+            traj = Trajectory.load(f)
+            if args.only_success and not traj.strict_success:
+                continue
+            record = traj.to_atif() if args.format == "atif" else traj.to_chat()
+            out.write(json.dumps(record) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """A human plays a task through the generic harness; the verifier scores it at the end."""
+    from ..agent import run_agent
+    from ..env import TerminalEnv
+    from ..harness import get_harness
+    from ..models.simple import HumanBackend
+    from .config import resolve_tasks
+    from .table import print_trial
+
+    (task,) = resolve_tasks([args.task], allow_test=args.allow_test)[:1]
+    env = TerminalEnv(task, reward=args.reward, max_steps=10_000)
+    try:
+        traj = run_agent(env, get_harness("generic"), HumanBackend(), max_turns=10_000,
+                         trajectory_path=args.save)
+    finally:
+        env.close()
+    print_trial(traj)
+    return 0
+
+
+def add_run_parsers(sub: Any) -> None:
+    r = sub.add_parser("run", help="score a model on tasks: attempts, concurrency, resumable run directory")
+    r.add_argument("--tasks", nargs="+", required=True,
+                   help="task dirs, folders of tasks, bundled task names, or pool[:train|validation|test]")
+    r.add_argument("--harness", default="generic", help="generic, terminus, tool-calling, react, or a plugin")
+    r.add_argument("--model", required=True,
+                   help="openai:NAME (with --base-url), hf:PATH, oracle, nop, replay:TRAJ.json, scripted:FILE.json")
+    r.add_argument("--attempts", type=int, default=3, help="attempts per task (Mean@k uses them; default 3)")
+    r.add_argument("--concurrency", type=int, default=1, help="trials at once")
+    r.add_argument("--out", help="run directory (default runs/<time>-<harness>-<model>); an existing one is resumed")
+    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    r.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
+    r.add_argument("--request-timeout", type=float, help="per model request, s")
+    r.add_argument("--max-retries", type=int, help="model request retries")
+    r.add_argument("--requests-per-minute", type=float, help="rate limit for the model server")
+    r.add_argument("--temperature", type=float, default=0.6)
+    r.add_argument("--top-p", type=float)
+    r.add_argument("--max-new-tokens", type=int, default=8192, help="per turn")
+    r.add_argument("--max-input-tokens", type=int, default=96_000, help="older output is trimmed beyond this")
+    r.add_argument("--thinking", action="store_true", help="let reasoning models think (off by default)")
+    r.add_argument("--logprobs", action="store_true", help="ask for token log-probs (kept in trajectories)")
+    r.add_argument("--max-turns", type=int, default=100, help="model turns per episode")
+    r.add_argument("--max-steps", type=int, default=200, help="terminal actions per episode")
+    r.add_argument("--command-timeout", type=float, default=180.0, help="per command, s")
+    r.add_argument("--episode-timeout", type=float, help="per episode, s (default: the task's agent timeout)")
+    r.add_argument("--verify-timeout", type=float, help="per verification, s (default: the task's)")
+    r.add_argument("--reward", default="binary", choices=["binary", "partial_progress", "strict_success_first"])
+    r.add_argument("--retries", type=int, default=2, help="retries of a trial after an infrastructure error")
+    r.add_argument("--allow-test", action="store_true", help="allow tasks of the protected test split")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--report", action="store_true", help="write the HTML report at the end")
+    r.add_argument("--quiet", action="store_true", help="no live progress")
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser("report", help="write the HTML report of a run (with a second run: compare them)")
+    rp.add_argument("run_dir")
+    rp.add_argument("other", nargs="?", help="a second run directory to compare against")
+    rp.add_argument("--out", help="output directory (default RUN_DIR/report)")
+    rp.set_defaults(func=cmd_report)
+
+    ex = sub.add_parser("export", help="export trajectories as chat JSONL (SFT) or ATIF")
+    ex.add_argument("source", help="a run directory or a trajectory.json")
+    ex.add_argument("--format", choices=["chat", "atif"], default="chat")
+    ex.add_argument("--only-success", action="store_true", help="strict successes only")
+    ex.add_argument("-o", "--output", help="file (default stdout)")
+    ex.set_defaults(func=cmd_export)
+
+    pl = sub.add_parser("play", help="play a task yourself; the protected verifier scores you")
+    pl.add_argument("task", help="a task directory or a bundled task's name")
+    pl.add_argument("--reward", default="strict_success_first")
+    pl.add_argument("--save", help="save the trajectory here")
+    pl.add_argument("--allow-test", action="store_true")
+    pl.set_defaults(func=cmd_play)
