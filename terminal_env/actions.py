@@ -70,6 +70,13 @@ def parse_action(action: Any) -> Command | Keys | Submit:
     if isinstance(action, (Command, Keys, Submit)):
         return action
     if isinstance(action, str):
+        try:
+            action.encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(
+                f"the action contains a character that is not valid text ({exc.reason} at {exc.start}); "
+                "remove lone surrogates such as '\\ud800'"
+            ) from None
         stripped = action.strip()
         if stripped == SUBMIT_TEXT:
             return Submit()

@@ -148,6 +148,8 @@ def loads_lenient(text: str) -> Any:
     text = text.strip()
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     except ValueError:
         pass
     start = text.find("{")
@@ -158,6 +160,8 @@ def loads_lenient(text: str) -> Any:
         try:
             obj, _ = decoder.raw_decode(text, start)
             return obj
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
         except ValueError:
             start = text.find("{", start + 1)
     raise ValueError("no valid JSON object found")

@@ -32,8 +32,9 @@ KEYS_HELP = (
 
 def answer_text(completion: Completion) -> str:
     """The reply without Qwen-style thinking: closed ``<think>`` blocks, a lone ``</think>``
-    (the template opened the block) and an unclosed ``<think>`` (cut off while thinking)."""
-    text, _ = split_thinking(completion.text or "")
+    (the template opened the block) and an unclosed ``<think>`` (cut off while thinking).
+    Line ends are normalised to ``\\n``."""
+    text, _ = split_thinking((completion.text or "").replace("\r\n", "\n"))
     if "</think>" in text:
         text = text.rsplit("</think>", 1)[1]
     if "<think>" in text:

@@ -131,11 +131,11 @@ def read_file_command(path: str, start: int | None = None, end: int | None = Non
     q = _quote_path(path)
     s = start or 1
     e = end if end is not None else s + READ_LIMIT - 1
-    more = "" if end is not None else (
-        f'n=$(grep -c "" < {q}); [ "$n" -gt {e} ] && '
-        f'echo "... ($n lines in all; read more with start_line={e + 1})"; '
-    )
-    return (f"( if [ -f {q} ]; then cat -n -- {q} | sed -n '{s},{e}p;{e}q'; {more}true; "
+    notes = f'[ "$n" -lt {s} ] && echo "read_file: the file has $n lines"; '
+    if end is None:
+        notes += f'[ "$n" -gt {e} ] && echo "... ($n lines in all; read more with start_line={e + 1})"; '
+    return (f"( if [ -f {q} ]; then cat -n -- {q} | sed -n '{s},{e}p;{e}q'; "
+            f'n=$(grep -c "" < {q}); {notes}true; '
             f"else echo \"read_file: not a file: \"{q} >&2; false; fi )")
 
 
@@ -174,11 +174,11 @@ class ToolCallingHarness(Harness):
                 if isinstance(args, str) and args.strip().startswith("{"):
                     args = json.loads(args)  # encoded twice, as some models do
             except (ValueError, RecursionError) as exc:
-                problems.append(f"call {call.id} ({call.name}): the arguments are not valid JSON "
+                problems.append(f"{call.name} (call {call.id}): the arguments are not valid JSON "
                                 f"({str(exc)[:200]})")
                 continue
             if not isinstance(args, dict):
-                problems.append(f"call {call.id} ({call.name}): the arguments must be a JSON object")
+                problems.append(f"{call.name} (call {call.id}): the arguments must be a JSON object")
                 continue
             actions.append(HarnessAction(tool=call.name, args=args, call_id=call.id))
         if problems:
