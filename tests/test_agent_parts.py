@@ -172,6 +172,6 @@ def test_scripted_replies_and_exhaustion():
 def test_human_backend_reads_lines_and_continuations():
     h = HumanBackend(stdin=io.StringIO("ls \\\n -la\n\n#!keys C-c\n"), stdout=io.StringIO())
     msgs = [{"role": "user", "content": "obs"}]
-    assert h.complete(msgs).text == "```bash\nls \n -la\n```"
+    assert h.complete(msgs).text == "```bash\nls \\\n -la\n```"
     assert h.complete(msgs).text == "```bash\n#!keys C-c\n```"
     assert h.complete(msgs).text == "```bash\n#!submit\n```"  # end of input submits

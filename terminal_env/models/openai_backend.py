@@ -20,6 +20,7 @@ of every error message (some servers echo the key they refused).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -29,10 +30,13 @@ import threading
 import time
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..errors import ConfigError
 from .base import (
     Completion,
     ContextOverflowError,
+    ModelConfigError,
     ModelError,
     SamplingParams,
     ToolCall,
@@ -53,10 +57,10 @@ _CONTEXT_TOO_LONG = re.compile(
     r"context[ _-]?(length|size|window)|maximum context|max_model_len|prompt is too long"
     r"|input is too long|too many (input |prompt )?tokens|exceeds? the (available )?context"
     r"|longer than the model",
-    re.I,
+    re.IGNORECASE,
 )
 #: what a server says when it does not know the ``chat_template_kwargs`` field we added
-_UNKNOWN_THINKING_FIELD = re.compile(r"chat_template_kwargs|enable_thinking", re.I)
+_UNKNOWN_THINKING_FIELD = re.compile(r"chat_template_kwargs|enable_thinking", re.IGNORECASE)
 _TOKEN_ID = re.compile(r"^token_id:(\d+)$")
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
@@ -232,7 +236,7 @@ class OpenAIBackend:
         base = min(self.max_backoff, self.backoff * (2 ** min(retry, 30)))
         return base * (0.5 + 0.5 * random.random())
 
-    def _config_error(self, status: int, text: str) -> ConfigError:
+    def _config_error(self, status: int, text: str) -> ModelConfigError:
         where = f"model {self.model!r} at {self.base_url}"
         if status in (401, 403):
             hint = (f"Check the API key and its access to this model; the key came from "
@@ -243,7 +247,7 @@ class OpenAIBackend:
         else:
             hint = ("Check the request settings: sampling parameters, tools, extra_body, and "
                     "max_new_tokens against the server's limits.")
-        return ConfigError(f"the server refused the request for {where} (HTTP {status}: {text}). {hint}")
+        return ModelConfigError(f"the server refused the request for {where} (HTTP {status}: {text}). {hint}")
 
     # -- the call -------------------------------------------------------------------------
 
@@ -295,8 +299,8 @@ class OpenAIBackend:
                 cause = e.__cause__ or e.__context__
                 last = self._redact(f"connection error: {e.message}"
                                     + (f" ({type(cause).__name__}: {cause})" if cause else ""))
-            except (oa.APIError, _MalformedAnswer) as e:
-                last = self._redact(f"malformed answer: {e}")
+            except (oa.APIError, _MalformedAnswer, json.JSONDecodeError, ValidationError) as e:
+                last = self._redact(f"malformed answer: {type(e).__name__}: {e}"[:2000])
             else:
                 completion.latency = time.monotonic() - start
                 completion.retries = attempts - 1

@@ -41,9 +41,10 @@ import socket
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Self
 
 __all__ = ["Disconnect", "Fail", "RequestRecord", "ScriptedServer", "Stall"]
 
@@ -72,8 +73,8 @@ class Disconnect:
     """Close the connection without sending a response."""
 
 
-Item = Union[str, dict, Fail, Stall, Disconnect]
-Script = Union[list, dict, Callable[[dict], Any]]
+Item = str | dict | Fail | Stall | Disconnect
+Script = list | dict | Callable[[dict], Any]
 
 
 @dataclass
@@ -175,7 +176,7 @@ class ScriptedServer:
                 pass
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -278,7 +279,7 @@ class ScriptedServer:
             protocol_version = "HTTP/1.1"
             server_version = "ScriptedServer/1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # quiet: tests read .log instead
 
             def setup(self) -> None:
@@ -328,7 +329,7 @@ class ScriptedServer:
                 except OSError:
                     pass
 
-            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            def do_GET(self) -> None:
                 self._record(None)
                 path = self.path.split("?", 1)[0].rstrip("/")
                 if path in ("/v1/models", "/models"):
@@ -339,7 +340,7 @@ class ScriptedServer:
                 else:
                     self._error(404, f"no route GET {self.path}")
 
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:

@@ -147,7 +147,7 @@ class HumanBackend(EpisodeAware):
                 return Completion(text=fenced("#!submit"), finish_reason="stop")
             line = line.rstrip("\n")
             if line.endswith("\\"):
-                lines.append(line[:-1])
+                lines.append(line)  # bash joins the lines itself
                 continue
             lines.append(line)
             text = "\n".join(lines).strip()
