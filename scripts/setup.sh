@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # From a fresh Debian machine to ready, idempotently and quickly when already done:
-#   1. a virtual environment in .venv with terminal-env installed (editable) and its test extras;
+#   1. a virtual environment in .venv with terminal-env installed (editable) with its test and hf
+#      extras (torch pinned to a CPU build first);
 #      it sees the system's site-packages, so what the machine already has is not downloaded again;
 #   2. the Docker engine, installed and started when absent (scripts/install-engine.sh);
 #   3. the project's base image, bootstrapped from Debian packages when absent (no registry).
@@ -26,7 +27,13 @@ want="$(sha256sum pyproject.toml | cut -c1-16) $ROOT"
 if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
     say "creating .venv and installing terminal-env with its test extras"
     "$PY" -m venv --system-site-packages .venv
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+    # torch first and pinned (a CPU build): an open-ended requirement could pull a CUDA build of
+    # several GB. The tests of the local-model backend (and later the trainer) need it.
+    if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+        say "installing torch==${TORCH_VERSION:-2.13.0} (CPU)"
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==${TORCH_VERSION:-2.13.0}"
+    fi
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,hf]"
     echo "$want" > "$STAMP"
 fi
 
