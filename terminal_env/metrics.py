@@ -358,8 +358,8 @@ def summarize(
 def compare(
     results_a: Iterable[TrialResult],
     results_b: Iterable[TrialResult],
-    *,
     seed: int = 0,
+    *,
     n_resamples: int = 2000,
     alpha: float = 0.05,
 ) -> dict[str, Any]:

@@ -14,6 +14,7 @@ contains is ever parsed as HTML.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -32,6 +33,7 @@ MAX_BYTES = 16_000_000
 MAX_CHARS = 1_000_000
 MAX_COLS, MAX_ROWS = 500, 200
 IDLE_LIMIT = 2.0
+MAX_MARKERS = 300
 
 
 class CastError(ValueError):
@@ -60,6 +62,8 @@ class Cast:
     output_events: int = 0
     input_events: int = 0
     notes: list[str] = field(default_factory=list)
+    #: named points ("m" events, e.g. model turns): (player time, label)
+    markers: list[tuple[float, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Compact form for the page: each distinct line once in ``pool``, frames as
@@ -105,11 +109,77 @@ def _header(line: str, path: Path) -> tuple[int, int]:
     return dim("width", 80, MAX_COLS), dim("height", 24, MAX_ROWS)
 
 
-def _snapshot(screen: pyte.Screen) -> list[str]:
-    lines = [row.rstrip() for row in screen.display]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
+class _Screen(pyte.Screen):
+    """pyte's screen, plus
+
+    * the alternate screen (``CSI ?1049h``/``l``) full-screen programs (vim, less, top) switch
+      to: leaving it brings the shell's screen back, as in a real terminal;
+    * :meth:`text`, the rows as text, re-rendered only where pyte marked them dirty, with a
+      scroll shifting the rendered rows instead of dirtying all of them (rendering every row
+      of a 160x40 screen for every frame would otherwise dominate the cost).
+    """
+
+    ALT_MODES = frozenset({47, 1047, 1049})
+
+    def __init__(self, columns: int, lines: int):
+        super().__init__(columns, lines)
+        self._main: tuple[Any, Any] | None = None
+        self._rows = [""] * lines
+        self.dirty.update(range(lines))
+
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and self.ALT_MODES & set(modes) and self._main is None:
+            self._main = (copy.deepcopy(self.buffer), copy.copy(self.cursor))
+            self.erase_in_display(2)
+        super().set_mode(*modes, **kwargs)
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and self.ALT_MODES & set(modes) and self._main is not None:
+            buffer, cursor = self._main
+            self._main = None
+            self.buffer.clear()
+            self.buffer.update(buffer)
+            self.cursor = cursor
+            self.dirty.update(range(self.lines))
+        super().reset_mode(*modes, **kwargs)
+
+    def index(self) -> None:
+        top, bottom = self.margins or (0, self.lines - 1)
+        if self.cursor.y != bottom or len(self._rows) != self.lines:
+            super().index()
+            return
+        dirty = set(self.dirty)
+        super().index()  # moves rows top+1..bottom up one, empties bottom, dirties everything
+        rows = self._rows
+        rows[top:bottom] = rows[top + 1:bottom + 1]
+        rows[bottom] = ""
+        self.dirty.clear()
+        self.dirty.update(y for y in dirty if not top <= y <= bottom)
+        self.dirty.update(y - 1 for y in dirty if top < y <= bottom)
+
+    def text(self) -> list[str]:
+        """The rows, right-trimmed, trailing blank rows dropped."""
+        cols = self.columns
+        if len(self._rows) != self.lines:
+            self._rows = [""] * self.lines
+            self.dirty.update(range(self.lines))
+        for y in self.dirty:
+            if not 0 <= y < self.lines:
+                continue
+            row = self.buffer.get(y)
+            if not row:
+                self._rows[y] = ""
+                continue
+            chars = [" "] * cols
+            for x, ch in row.items():
+                if 0 <= x < cols:
+                    chars[x] = ch.data  # a wide character's stub cell holds ""
+            self._rows[y] = "".join(chars).rstrip()
+        self.dirty.clear()
+        lines = list(self._rows)
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
 
 
 def read_cast(
@@ -139,6 +209,7 @@ def read_cast(
 
     # events -> (player time, real time, text)
     events: list[tuple[float, float, str]] = []
+    markers: list[tuple[float, str]] = []
     bad = inputs = 0
     real = player = 0.0
     for ln in lines[1:]:
@@ -151,15 +222,16 @@ def read_cast(
         if not math.isfinite(t) or not isinstance(data, str):
             bad += 1
             continue
-        if kind == "i":
-            inputs += 1
-        if kind != "o":
-            continue
         t = max(t, real)
         gap = t - real
         player += min(gap, idle_limit) if idle_limit is not None else gap
         real = t
-        events.append((player, real, data))
+        if kind == "o":
+            events.append((player, real, data))
+        elif kind == "i":
+            inputs += 1
+        elif kind == "m" and len(markers) < MAX_MARKERS:
+            markers.append((player, data[:80]))
     if bad:
         notes.append(f"{bad} malformed event line(s) skipped")
     if idle_limit is not None and real - player > 0.5:
@@ -187,10 +259,10 @@ def read_cast(
             notes.append(f"{skipped:,} characters of output in the middle were not replayed "
                          "(the screen may be inaccurate just after the gap)")
 
-    screen = pyte.Screen(width, height)
+    screen = _Screen(width, height)
     stream = pyte.Stream(screen)
     frames: list[Frame] = []
-    duration = events[-1][0] if events else 0.0
+    duration = max(events[-1][0] if events else 0.0, markers[-1][0] if markers else 0.0)
     per_event = len(events) <= max_frames - 1
     slots = max_frames - 1
 
@@ -208,7 +280,7 @@ def read_cast(
                 duration = pt
         last = n == len(events) - 1
         if per_event or last or slot(events[n + 1][0]) != slot(pt):
-            snap = _snapshot(screen)
+            snap = screen.text()
             if not frames or frames[-1].lines != snap:
                 frames.append(Frame(pt, snap))
         if last:
@@ -216,29 +288,40 @@ def read_cast(
     if not frames or frames[0].t > 0:
         frames.insert(0, Frame(0.0, []))
     return Cast(width=width, height=height, duration=duration, real_duration=real, frames=frames,
-                output_events=len(events), input_events=inputs, notes=notes)
+                output_events=len(events), input_events=inputs, notes=notes,
+                markers=[(t, label) for t, label in markers if t <= duration])
 
 
 def player_html(cast: Cast) -> str:
     """The player: the last frame (readable without scripts), controls, and the frames."""
     final = cast.frames[-1].text if cast.frames else ""
-    notes = "".join(f"<li>{esc(n)}</li>" for n in cast.notes)
-    return (
-        f'<div class="player" data-duration="{cast.duration:.3f}">'
-        f'<pre class="screen" style="min-height:{cast.height * 1.2 + 1:.1f}em">{esc(final)}</pre>'
-        '<div class="controls">'
-        '<button type="button" class="play">▶ play</button>'
-        '<button type="button" class="speed" data-speed="1" aria-pressed="true">1×</button>'
-        '<button type="button" class="speed" data-speed="2" aria-pressed="false">2×</button>'
-        '<button type="button" class="speed" data-speed="4" aria-pressed="false">4×</button>'
+    speeds = "".join(
+        f'<button type="button" class="speed" data-speed="{s}" aria-pressed="{str(s == 1).lower()}">'
+        f"{s}×</button>"
+        for s in (1, 2, 4)
+    )
+    parts = [
+        f'<div class="player" data-duration="{cast.duration:.3f}">',
+        f'<pre class="screen" style="min-height:{cast.height * 1.2 + 1:.1f}em">{esc(final)}</pre>',
+        '<div class="controls"><button type="button" class="play">▶ play</button>',
+        speeds,
         f'<input type="range" class="seek" min="0" max="{cast.duration:.3f}" step="0.01" '
-        f'value="{cast.duration:.3f}" aria-label="seek">'
-        '<span class="clock mono"></span></div>'
+        f'value="{cast.duration:.3f}" aria-label="seek">',
+        '<span class="clock mono"></span></div>',
+    ]
+    if cast.markers:
+        marks = "".join(f'<button type="button" class="mark" data-t="{t:.3f}">{esc(label)}</button>'
+                        for t, label in cast.markers)
+        parts.append(f'<div class="markers"><span class="muted">jump to:</span> {marks}</div>')
+    parts.append(
         f'<p class="muted">{cast.width}×{cast.height}, {len(cast.frames)} frames from '
         f"{cast.output_events} output events ({cast.input_events} input events)</p>"
-        f"{f'<ul class=muted>{notes}</ul>' if notes else ''}"
-        f"{json_script(cast.to_json(), cls='cast-data')}</div>"
     )
+    if cast.notes:
+        parts.append('<ul class="muted">' + "".join(f"<li>{esc(n)}</li>" for n in cast.notes) + "</ul>")
+    parts.append(json_script(cast.to_json(), cls="cast-data"))
+    parts.append("</div>")
+    return "".join(parts)
 
 
 #: The player script, shared by every player on a page. Written for this report.
@@ -295,6 +378,11 @@ PLAYER_JS = r"""
       });
     });
     seek.addEventListener("input", function () { now = parseFloat(seek.value) || 0; render(); });
+    box.querySelectorAll("button.mark").forEach(function (b) {
+      b.addEventListener("click", function () {
+        now = Math.min(dur, parseFloat(b.getAttribute("data-t")) || 0); render();
+      });
+    });
     render();
   });
 })();

@@ -253,6 +253,9 @@ white-space:pre;overflow:auto;line-height:1.2}
 border:1px solid var(--line);background:var(--bg);color:var(--fg)}
 .controls button[aria-pressed=true]{background:var(--accent);color:#fff;border-color:var(--accent)}
 .controls input[type=range]{flex:1;min-width:160px}.controls .clock{font-size:13px;min-width:110px}
+.markers{display:flex;flex-wrap:wrap;gap:4px;margin-top:6px;font-size:12px;align-items:center}
+.markers button{font:inherit;font-size:12px;padding:1px 7px;border-radius:999px;cursor:pointer;
+border:1px solid var(--line);background:var(--bg);color:var(--fg)}
 .stack{display:flex;height:22px;border-radius:6px;overflow:hidden;border:1px solid var(--line);
 font-size:11px;font-weight:600}.stack span{display:flex;align-items:center;justify-content:center;
 overflow:hidden;white-space:nowrap}

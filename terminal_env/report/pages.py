@@ -45,7 +45,18 @@ def _est_card(label: str, est: dict[str, Any] | None, conf: float) -> str:
 
 
 def _difficulty_key(name: str) -> tuple[int, str]:
-    return (DIFFICULTY_ORDER.index(name), "") if name in DIFFICULTY_ORDER else (len(DIFFICULTY_ORDER), name)
+    if name in DIFFICULTY_ORDER:
+        return DIFFICULTY_ORDER.index(name), ""
+    return len(DIFFICULTY_ORDER), name
+
+
+def _with_ci(est: dict[str, Any]) -> str:
+    ci = ci_text(est["ci_low"], est["ci_high"])
+    return f'{esc(pct(est["value"]))} <span class="muted">{esc(ci)}</span>'
+
+
+def _chart(title: str, bars: list[charts.Bar], label: str) -> str:
+    return f'<div class="chart"><h3>{esc(title)}</h3>{charts.bar_chart(bars, label=label)}</div>'
 
 
 def _group_bars(groups: dict[str, Any], order: list[str]) -> list[charts.Bar]:
@@ -70,9 +81,9 @@ def _group_table(groups: dict[str, Any], order: list[str], title: str) -> str:
             f'<span class="num">{g["scored_tasks"]}</span>'
             + (f' <span class="muted">(+{g["tasks"] - g["scored_tasks"]} unscored)</span>'
                if g["tasks"] > g["scored_tasks"] else ""),
-            f'{esc(pct(m["value"]))} <span class="muted">{esc(ci_text(m["ci_low"], m["ci_high"]))}</span>',
+            _with_ci(m),
             esc(pct(p1["value"])),
-            f'{esc(pct(pr["value"]))} <span class="muted">{esc(ci_text(pr["ci_low"], pr["ci_high"]))}</span>',
+            _with_ci(pr),
         ])
     return table([esc(title), "Tasks", "Mean@k [CI]", "pass@1", "Progress [CI]"], rows)
 
@@ -163,10 +174,10 @@ def index_page(run: Run, summary: dict[str, Any], *, compare_with: Run | None = 
         '<p class="muted">Bars: Mean@k (mean strict success per task) with its '
         f"{conf:.0%} bootstrap interval; thin light bars: mean partial progress.</p>"
         '<div class="charts">'
-        f'<div class="chart"><h3>By category</h3>{charts.bar_chart(_group_bars(cats, cat_order), label="success by category")}</div>'
-        f'<div class="chart"><h3>By difficulty</h3>{charts.bar_chart(_group_bars(diffs, diff_order), label="success by difficulty")}</div>'
-        f'<div class="chart"><h3>pass@k</h3>{charts.bar_chart(pass_bars, label="pass at k")}</div>'
-        "</div>"
+        + _chart("By category", _group_bars(cats, cat_order), "success by category")
+        + _chart("By difficulty", _group_bars(diffs, diff_order), "success by difficulty")
+        + _chart("pass@k", pass_bars, "pass at k")
+        + "</div>"
     )
     parts.append("<h2>Tasks × attempts</h2>")
     parts.append('<p class="muted">Each cell is one trial, coloured by outcome, showing its partial '
@@ -222,11 +233,17 @@ def compare_page(a: Run, b: Run, comparison: dict[str, Any]) -> str:
         ))
     parts.append(f'<div class="cards">{"".join(cards)}</div>')
 
+    first: dict[str, int] = {}
+    for res in a.results:
+        first[res.task] = min(first.get(res.task, res.attempt), res.attempt)
     rows = []
     for r in comparison["tasks"]:
         ds, dp = r["diff_success"], r["diff_progress"]
+        name = esc(r["task"])
+        if r["task"] in first:  # this report is run A's: its trial pages are here
+            name = f'<a href="{href(trial_page(r["task"], first[r["task"]]))}">{name}</a>'
         rows.append([
-            esc(r["task"]), esc(r["category"]),
+            name, esc(r["category"]),
             f'<span class="num">{esc(pct(r["a_success"]))}</span>',
             f'<span class="num">{esc(pct(r["b_success"]))}</span>',
             f'{charts.diverging(ds)} <span class="{_sign(ds)}">{esc(signed_pct(ds))}</span>',
