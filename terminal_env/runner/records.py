@@ -61,6 +61,9 @@ class TrialResult(BaseModel):
     completion_tokens: int = 0
     #: relative to the run directory
     trial_dir: str = ""
+    #: unix times of the last try's start and of the end
+    started: float | None = None
+    finished: float | None = None
 
 
 def trial_dir(run_dir: Path, task: str, attempt: int) -> Path:
@@ -88,5 +91,13 @@ def load_results(run_dir: Path) -> list[TrialResult]:
     run_dir = Path(run_dir)
     if not (run_dir / "trials").is_dir():
         return []
-    out = [read_trial_result(p) for p in sorted(run_dir.glob("trials/*/*/result.json"))]
+    out = []
+    for p in sorted(run_dir.glob("trials/*/*/result.json")):
+        r = read_trial_result(p)
+        if (r.task, str(r.attempt)) != (p.parent.parent.name, p.parent.name):
+            raise ConfigError(
+                f"{p}: holds the result of {r.task!r} attempt {r.attempt}, not of the trial its "
+                "directory names; the run directory was edited by hand. Move or delete the file."
+            )
+        out.append(r)
     return sorted(out, key=lambda r: (r.task, r.attempt))

@@ -189,7 +189,7 @@ class Runner:
             if result.termination not in ("infra_error", "model_error"):
                 break
         assert result is not None
-        result.tries = tries
+        result.tries, result.finished = tries, time.time()
         write_json_atomic(tdir / "result.json", result.model_dump(mode="json"))
         return result
 
@@ -217,7 +217,7 @@ class Runner:
 
         base = TrialResult(task=task.name, attempt=attempt, category=task.category,
                            difficulty=task.difficulty, split=task.split,
-                           trial_dir=str(tdir.relative_to(self.run_dir)))
+                           trial_dir=str(tdir.relative_to(self.run_dir)), started=time.time())
         t0 = time.monotonic()
         env = recorder = None
         try:
