@@ -284,6 +284,9 @@ class ScriptedServer:
 
             def setup(self) -> None:
                 super().setup()
+                # headers and body go out in two writes: without this, Nagle's algorithm and
+                # the client's delayed ACK add ~40 ms to every answer
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 with server._lock:
                     server._connections.add(self.connection)
 
