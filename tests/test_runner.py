@@ -203,6 +203,24 @@ def test_killed_run_is_resumed(tmp_path, client, base_image):
     assert client.containers.list(all=True, filters={"label": label}) == []
 
 
+def test_interrupted_run_leaves_nothing_and_records_nothing_unfinished(tmp_path, client, base_image):
+    out = tmp_path / "run"
+    with ScriptedServer(lambda body: Stall(60)) as server:
+        cmd = [sys.executable, "-m", "terminal_env.cli", "run", "--tasks", TASK, "--model", "openai:m",
+               "--base-url", server.base_url, "--attempts", "1", "--out", str(out), "--quiet"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not server.requests:  # the episode started and asked the model
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "resume with the same command" in err
+    assert not (out / "trials/harbor-sum/1/result.json").exists()
+    label = f"terminal-env.run={Runner(config(), out, client=client).run_id}"
+    assert client.containers.list(all=True, filters={"label": label}) == []
+
+
 def test_resume_refuses_damaged_or_different_runs(tmp_path, client, base_image):
     out = tmp_path / "run"
     out.mkdir()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     console = Console(stderr=True, highlight=False)
     console.print(f"run directory: {out}")
-    summary = Runner(config, out, console=console).run()
+    try:
+        summary = Runner(config, out, console=console).run()
+    except KeyboardInterrupt:
+        # The runner removed the sandboxes and recorded no unfinished trial. Worker threads may
+        # still wait on a model server; do not wait for them.
+        from ..cleanup import remove_all
+
+        remove_all()  # os._exit skips atexit: remove what a late worker may have started
+        console.print(f"interrupted: finished trials are kept; resume with the same command (--out {out})")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     print_summary(summary, console=Console(highlight=False))
     if args.report:
         from ..report import write_report

@@ -132,7 +132,8 @@ class Runner:
         from .progress import RunProgress
 
         progress = RunProgress(total, done0, enabled=self.config.progress, console=self._console)
-        with progress, ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="trial")
+        with progress:
             pending: dict[Future, tuple[Any, int]] = {}
             queue = list(todo)
             try:
@@ -145,14 +146,16 @@ class Runner:
                         break
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in finished:
-                        task, attempt = pending.pop(fut)
+                        pending.pop(fut)
                         progress.finished(fut.result())  # ModelSetupError propagates: stop the run
             except BaseException:
+                # Stop: nothing new starts, running trials lose their sandboxes (and record
+                # nothing), and we do not wait for workers stuck on a model server.
                 self._stop.set()
-                for fut in pending:
-                    fut.cancel()
+                pool.shutdown(wait=False, cancel_futures=True)
                 self._close_live_envs()
                 raise
+        pool.shutdown(wait=True)
         return self.summarize()
 
     def summarize(self) -> dict[str, Any]:
@@ -189,6 +192,10 @@ class Runner:
             if result.termination not in ("infra_error", "model_error"):
                 break
         assert result is not None
+        if self._stop.is_set():
+            # the run is being stopped (Ctrl-C, a refused key): this trial's end is not its own,
+            # so it is not recorded as finished and a resumed run plays it again
+            raise ConfigError("run stopped")
         result.tries, result.finished = tries, time.time()
         write_json_atomic(tdir / "result.json", result.model_dump(mode="json"))
         return result
