@@ -94,6 +94,7 @@ class TerminalEnv(gym.Env[str, str]):
         reward: str | Callable[[Any], float] | None = None,
         build_options: dict[str, Any] | None = None,
         client: Any = None,
+        pool: Any = None,
         **overrides: Any,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -115,6 +116,8 @@ class TerminalEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.verifier = verifier
         self._client = client
+        #: a terminal_env.warm.WarmPool shared with other environments, or None (cold starts)
+        self.pool = pool
         self._build_options = dict(build_options or {})
         #: the loaded task (task directory) behind the spec, when there is one
         self.source_task: Any = None
@@ -150,32 +153,14 @@ class TerminalEnv(gym.Env[str, str]):
             raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
         self._teardown()
         t0 = time.perf_counter()
-        sandbox = Sandbox(
-            self.task.sandbox_config(run_id=self.config.run_id, runtime=self.config.runtime),
-            client=self._client,
-        )
-        try:
-            sandbox.start()
-            t_start = time.perf_counter()
-            self._prepare(sandbox)
-            session = ShellSession(
-                sandbox,
-                SessionConfig(
-                    rows=self.config.rows,
-                    cols=self.config.cols,
-                    max_output_chars=self.config.max_output_chars,
-                    workdir=self.task.workdir,
-                ),
-            )
-            if self.config.screen:
-                session.enable_screen()
-            session.start()
-            if self.recorder is not None:
-                # attached after start-up: the recording shows the agent's terminal, not our setup
-                session.on_output, session.on_input = self.recorder.output, self.recorder.input
-        except BaseException:
-            sandbox.remove()
-            raise
+        if self.pool is not None:
+            ready, warm = self.pool.acquire(self._recipe_key(), self._make_ready)
+        else:
+            ready, warm = self._make_ready(), False
+        sandbox, session = ready.sandbox, ready.session
+        if self.recorder is not None:
+            # attached after start-up: the recording shows the agent's terminal, not our setup
+            session.on_output, session.on_input = self.recorder.output, self.recorder.input
         self.sandbox, self.session = sandbox, session
         self._steps, self._t0, self._done = 0, time.monotonic(), False
         self._last_text = ""
@@ -187,11 +172,12 @@ class TerminalEnv(gym.Env[str, str]):
             "task": self.task.name,
             "cwd": session.cwd,
             "container": sandbox.name,
+            "warm": warm,
             "timings": {
                 "sandbox_create": sandbox.timing.create,
                 "sandbox_start": sandbox.timing.start,
+                "session_start": sandbox.timing.extra.get("session_start", 0.0),
                 "reset_total": time.perf_counter() - t0,
-                "session_start": time.perf_counter() - t_start,
             },
         }
         return obs, info
@@ -282,6 +268,49 @@ class TerminalEnv(gym.Env[str, str]):
             self.verifier = None  # it belonged to the previous task directory
         return TaskSpec.coerce(task)
 
+    def _make_ready(self) -> Any:
+        """A started sandbox, prepared for the task, with its shell running (a warm pool calls
+        this ahead of time)."""
+        from .warm import Ready
+
+        sandbox = Sandbox(
+            self.task.sandbox_config(run_id=self.config.run_id, runtime=self.config.runtime),
+            client=self._client,
+        )
+        try:
+            sandbox.start()
+            self._prepare(sandbox)
+            t_session = time.perf_counter()
+            session = ShellSession(
+                sandbox,
+                SessionConfig(
+                    rows=self.config.rows,
+                    cols=self.config.cols,
+                    max_output_chars=self.config.max_output_chars,
+                    workdir=self.task.workdir,
+                ),
+            )
+            if self.config.screen:
+                session.enable_screen()
+            session.start()
+            sandbox.timing.extra["session_start"] = time.perf_counter() - t_session
+        except BaseException:
+            sandbox.remove()
+            raise
+        return Ready(sandbox, session)
+
+    def _recipe_key(self) -> str:
+        """What makes two prepared sandboxes interchangeable for this environment."""
+        import hashlib
+
+        parts = [
+            self.task.sandbox_config(run_id=self.config.run_id, runtime=self.config.runtime).model_dump_json(),
+            repr(sorted((k, v if isinstance(v, (str, bytes)) else str(v)) for k, v in self.task.files.items())),
+            repr(list(self.task.setup)), self.task.workdir or "",
+            repr((self.config.rows, self.config.cols, self.config.max_output_chars, self.config.screen)),
+        ]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
     def _prepare(self, sandbox: Sandbox) -> None:
         if self.task.files:
             sandbox.write_files(self.task.files)
@@ -339,6 +368,11 @@ class TerminalEnv(gym.Env[str, str]):
         return float(getattr(result, "reward", 0.0) or 0.0), result
 
     def _teardown(self) -> None:
+        if self.pool is not None and self.sandbox is not None and self.session is not None:
+            from .warm import Ready
+
+            self.pool.release(Ready(self.sandbox, self.session))  # removed in the background
+            self.sandbox = self.session = None
         if self.session is not None:
             self.session.close()
             self.session = None
