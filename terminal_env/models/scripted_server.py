@@ -248,7 +248,8 @@ class ScriptedServer:
         if body.get("logprobs"):
             as_ids = bool(body.get("return_tokens_as_token_ids"))
             entries = []
-            for k, piece in enumerate(_PIECE.findall(text)):
+            # over everything generated, tool calls included (a real server generates those too)
+            for k, piece in enumerate(_PIECE.findall(out_text.strip())):
                 tok_id = zlib.crc32(piece.encode()) % 50_000
                 entries.append({
                     "token": f"token_id:{tok_id}" if as_ids else piece,
