@@ -15,6 +15,7 @@ raise :class:`~terminal_env.errors.InfraError` subclasses.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from functools import lru_cache
@@ -42,6 +43,20 @@ def observation_charset() -> frozenset[str]:
     chars.update(chr(c) for c in range(0xA0, 0xD800))
     chars.update(chr(c) for c in range(0xE000, 0x10000))
     return frozenset(chars)
+
+
+@lru_cache(maxsize=8)
+def _text_template(max_length: int) -> spaces.Text:
+    return spaces.Text(max_length, min_length=0, charset=observation_charset())
+
+
+def text_space(max_length: int) -> spaces.Text:
+    """A ``Text`` space over the observation charset. Building one indexes ~63,000 characters
+    (about 6 MB); every environment gets a shallow copy of one template instead, sharing those
+    read-only tables but with a random generator of its own."""
+    space = copy.copy(_text_template(max_length))
+    space._np_random = None  # seeded (lazily) per copy, never shared
+    return space
 
 
 def fit_text(text: str, max_chars: int) -> str:
@@ -129,9 +144,8 @@ class TerminalEnv(gym.Env[str, str]):
 
             reward = get_reward(reward)
         self.reward_fn: Callable[[Any], float] | None = reward
-        charset = observation_charset()
-        self.observation_space = spaces.Text(cfg.max_observation_chars, min_length=0, charset=charset)
-        self.action_space = spaces.Text(cfg.max_action_chars, min_length=0, charset=charset)
+        self.observation_space = text_space(cfg.max_observation_chars)
+        self.action_space = text_space(cfg.max_action_chars)
         self.sandbox: Sandbox | None = None
         self.session: ShellSession | None = None
         #: an object with ``output(bytes)`` and ``input(bytes)`` (e.g. recording.CastRecorder)
