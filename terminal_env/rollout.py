@@ -58,7 +58,7 @@ class RolloutPool:
             from .distributed import RayRollouts
 
             self.ray = RayRollouts(ray_address, workers=ray_workers, warm=warm, creation_rate=creation_rate,
-                                   env_config=self.env_config)
+                                   env_config=self.env_config, concurrency=max_concurrency)
             self.pool = None
             self.client = None
             self._executor = None
@@ -98,8 +98,11 @@ class RolloutPool:
             self._sem = asyncio.Semaphore(self.max_concurrency)
         async with self._sem:
             if self.ray is not None:
-                return await self.ray.rollout(backend, task, harness, params=params, max_turns=max_turns,
+                traj = await self.ray.rollout(backend, task, harness, params=params, max_turns=max_turns,
                                               reward=reward, seed=seed, backend_options=backend_options)
+                if trajectory_path is not None:
+                    traj.save(trajectory_path)
+                return traj
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(
                 self._executor,

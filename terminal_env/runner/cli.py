@@ -61,7 +61,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, highlight=False)
     console.print(f"run directory: {out}")
     try:
-        summary = Runner(config, out, console=console).run()
+        summary = Runner(config, out, console=console, ray_address=args.ray_address,
+                         ray_workers=args.ray_workers).run()
     except KeyboardInterrupt:
         # The runner removed the sandboxes and recorded no unfinished trial. Worker threads may
         # still wait on a model server; do not wait for them.
@@ -160,6 +161,10 @@ def add_run_parsers(sub: Any) -> None:
     r.add_argument("--retries", type=int, default=2, help="retries of a trial after an infrastructure error")
     r.add_argument("--allow-test", action="store_true", help="allow tasks of the protected test split")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--ray-address",
+                   help="play the trials on a Ray cluster (HEAD:PORT, or auto): one worker per node, each "
+                        "on its host's Docker engine; tasks must exist at the same path on every host")
+    r.add_argument("--ray-workers", type=int, help="rollout workers on the Ray cluster (default: one per node)")
     r.add_argument("--report", action="store_true", help="write the HTML report at the end")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.set_defaults(func=cmd_run)

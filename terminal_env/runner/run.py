@@ -4,16 +4,22 @@ Resumable: a trial whose ``result.json`` exists is skipped, so running the same 
 a crash or a kill finishes the run. Infrastructure failures (engine, sandbox, model server) are
 retried up to ``infra_retries`` times and, if they persist, recorded as masked trials, reported
 apart from agent failures and excluded from the scores.
+
+With ``ray_address`` the trials are played on the rollout workers of a Ray cluster
+(:mod:`terminal_env.distributed`), each on the Docker engine of its own host; the files of a trial
+come back as contents and are written here, exactly as a local trial writes them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -54,8 +60,17 @@ class Runner:
         client: Any = None,
         console: Any = None,
         tasks: list[Any] | None = None,
+        ray_address: str | None = None,
+        ray_workers: int | None = None,
     ):
+        if ray_workers is not None and ray_address is None:
+            raise ConfigError("ray_workers (--ray-workers) needs a Ray cluster: give ray_address (--ray-address)")
+        if ray_workers is not None and ray_workers < 1:
+            raise ConfigError(f"ray_workers (--ray-workers) must be >= 1, got {ray_workers}")
         self.config = config
+        #: with a Ray cluster's address, trials run on its rollout workers (terminal_env.distributed)
+        self.ray_address, self.ray_workers = ray_address, ray_workers
+        self._ray: Any = None
         self.run_dir = Path(run_dir)
         self.client = client
         self.tasks = tasks if tasks is not None else resolve_tasks(config.tasks, allow_test=config.allow_test)
@@ -125,8 +140,26 @@ class Runner:
 
     # ------------------------------------------------------------------ running
     def run(self) -> dict[str, Any]:
+        if self.ray_address is not None:  # a wrong address fails before the run directory is made
+            from ..distributed import probe, require_ray
+
+            require_ray()
+            probe(self.ray_address)
         todo = self.prepare()
-        factory = self._factory or default_backend_factory(self.config)
+        if self.ray_address is not None:
+            self._ray = self._connect_ray()
+            factory = None  # the workers build the backends
+        else:
+            factory = self._factory or default_backend_factory(self.config)
+        try:
+            self._run_trials(todo, factory)
+        finally:
+            if self._ray is not None:
+                self._ray.close()
+                self._ray = None
+        return self.summarize()
+
+    def _run_trials(self, todo: list[tuple[Any, int]], factory: BackendFactory | None) -> None:
         total = len(self.tasks) * self.config.attempts
         done0 = total - len(todo)
         from .progress import RunProgress
@@ -154,9 +187,10 @@ class Runner:
                 self._stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)
                 self._close_live_envs()
+                if self._ray is not None:
+                    self._ray.abort(run_id=self.run_id)
                 raise
         pool.shutdown(wait=True)
-        return self.summarize()
 
     def summarize(self) -> dict[str, Any]:
         from ..metrics import summarize
@@ -178,7 +212,7 @@ class Runner:
                 pass
 
     # ------------------------------------------------------------------ one trial
-    def _trial(self, task: Any, attempt: int, factory: BackendFactory) -> TrialResult:
+    def _trial(self, task: Any, attempt: int, factory: BackendFactory | None) -> TrialResult:
         tdir = trial_dir(self.run_dir, task.name, attempt)
         tdir.mkdir(parents=True, exist_ok=True)
         result: TrialResult | None = None
@@ -200,88 +234,188 @@ class Runner:
         write_json_atomic(tdir / "result.json", result.model_dump(mode="json"))
         return result
 
-    def _env(self, task: Any) -> Any:
-        from ..env import EnvConfig, TerminalEnv
-
-        cfg = EnvConfig(
-            max_steps=self.config.max_steps,
-            command_timeout=self.config.command_timeout,
-            time_limit=self.config.episode_timeout or float(task.agent_timeout),
-            run_id=self.run_id,
-        )
-        with self._build_locks[task.name]:  # one build per task image, even with many workers
-            env = TerminalEnv(task, config=cfg, reward=self.config.reward, client=self.client)
-        if self.config.verify_timeout and env.verifier is not None:
-            env.verifier.timeout = self.config.verify_timeout
-        return env
-
-    def _try_trial(self, task: Any, attempt: int, factory: BackendFactory, tdir: Path) -> TrialResult:
-        from ..agent import run_agent
-        from ..errors import InfraError
-        from ..harness import get_harness
-        from ..models.base import ModelConfigError
-        from ..recording import CastRecorder
-
+    def _try_trial(self, task: Any, attempt: int, factory: BackendFactory | None, tdir: Path) -> TrialResult:
         base = TrialResult(task=task.name, attempt=attempt, category=task.category,
                            difficulty=task.difficulty, split=task.split,
                            trial_dir=str(tdir.relative_to(self.run_dir)), started=time.time())
-        t0 = time.monotonic()
-        env = recorder = None
-        try:
-            env = self._env(task)
-            with self._lock:
-                self._live_envs.add(env)
-            harness = get_harness(self.config.harness, **self.config.harness_options)
-            backend = factory()
-            recorder = CastRecorder(tdir / "recording.cast", width=env.config.cols, height=env.config.rows,
-                                    title=f"{task.name} attempt {attempt}")
-            traj = run_agent(env, harness, backend, params=self.config.params, max_turns=self.config.max_turns,
-                             trajectory_path=tdir / "trajectory.json", recorder=recorder,
-                             seed=self.config.seed + attempt)
-        except ModelConfigError as exc:
-            raise ModelSetupError(f"the model backend refused the run: {exc}") from None
-        except ConfigError as exc:  # e.g. a task whose setup fails: this trial only
-            return base.model_copy(update={"masked": True, "termination": "error", "error": f"ConfigError: {exc}",
-                                           "duration": time.monotonic() - t0})
-        except InfraError as exc:
-            return base.model_copy(update={"masked": True, "termination": "infra_error",
-                                           "error": f"{type(exc).__name__}: {exc}", "duration": time.monotonic() - t0})
-        except Exception as exc:  # a bug must not take the whole run down; it is kept for the report
-            (tdir / "error.txt").write_text(traceback.format_exc())
-            return base.model_copy(update={"masked": True, "termination": "error",
-                                           "error": f"{type(exc).__name__}: {exc} (see error.txt)",
-                                           "duration": time.monotonic() - t0})
-        finally:
-            if recorder is not None:
-                recorder.close()
-            if env is not None:
-                env.close()
-                with self._lock:
-                    self._live_envs.discard(env)
-        return self._record(base, traj, tdir, time.monotonic() - t0)
+        if self._ray is not None:
+            outcome = self._remote_try(task, attempt, tdir)
+        else:
+            assert factory is not None
+            outcome = play_trial(
+                self.config, task, attempt, tdir,
+                make_env=lambda: trial_env(self.config, task, self.run_id, self.client, self._build_locks[task.name]),
+                make_backend=factory, track=self._track_env,
+            )
+        return trial_result(base, outcome)
 
-    def _record(self, base: TrialResult, traj: Any, tdir: Path, duration: float) -> TrialResult:
+    def _track_env(self, env: Any, live: bool) -> None:
+        with self._lock:
+            if live:
+                self._live_envs.add(env)
+            else:
+                self._live_envs.discard(env)
+
+    # ------------------------------------------------------------------ on Ray workers
+    def _connect_ray(self) -> Any:
+        from ..distributed import RayRollouts
+
+        self._backend_ref()  # the backend is built on the workers: a bad spec fails here
+        return RayRollouts(self.ray_address, workers=self.ray_workers, concurrency=self.config.concurrency)
+
+    def _backend_ref(self) -> dict[str, Any]:
+        from ..distributed import backend_ref
+
+        if self._factory is not None:
+            return backend_ref(self._factory, {})
+        return backend_ref(self.config.model, self.config.model_options)
+
+    def _remote_try(self, task: Any, attempt: int, tdir: Path) -> TrialOutcome:
+        """One try on a Ray worker: the worker plays the trial in a directory of its own and sends
+        back the files; they are written here, where the run directory is."""
+        from ..distributed import task_ref
+        from ..trajectory import Trajectory
+
+        reply = self._ray.run_trial({
+            "task": task_ref(task), "attempt": attempt, "config": self.config.model_dump(mode="json"),
+            "run_id": self.run_id, "backend": self._backend_ref(),
+        })
+        if "lost" in reply:
+            return TrialOutcome(failure="infra", error=f"InfraError: {reply['lost']}")
+        files: dict[str, bytes] = reply["files"]
+        for name, data in files.items():
+            if "/" in name or name.startswith(".") or name == "result.json":
+                continue  # only plain trial files; result.json is the driver's to write
+            tmp = tdir / f".{name}.{os.getpid()}.tmp"
+            tmp.write_bytes(data)
+            os.replace(tmp, tdir / name)
+        traj = None
+        if reply["failure"] is None:
+            traj = Trajectory.model_validate_json(files["trajectory.json"])
+        return TrialOutcome(traj=traj, failure=reply["failure"], error=reply["error"], duration=reply["duration"])
+
+
+# ---------------------------------------------------------------------- one trial, anywhere
+# The local runner and the Ray workers (terminal_env.distributed) share these: a trial is played
+# into a directory (play_trial), and its outcome becomes a TrialResult (trial_result).
+
+
+@dataclass
+class TrialOutcome:
+    """How one try of a trial ended, wherever it ran."""
+
+    traj: Any = None
+    #: None when the episode ran to its end (``traj`` says how); else why it could not:
+    #: "model_setup" (the backend refused the configuration: the run stops), "config" (this
+    #: trial's own mistake, e.g. a failing task setup), "infra", or "bug" (see error.txt)
+    failure: str | None = None
+    error: str | None = None
+    duration: float = 0.0
+
+
+def trial_env(config: RunConfig, task: Any, run_id: str, client: Any, build_lock: Any) -> Any:
+    """The environment of one trial of ``task`` under ``config``."""
+    from ..env import EnvConfig, TerminalEnv
+
+    cfg = EnvConfig(
+        max_steps=config.max_steps,
+        command_timeout=config.command_timeout,
+        time_limit=config.episode_timeout or float(task.agent_timeout),
+        run_id=run_id,
+    )
+    with build_lock:  # one build per task image, even with many workers
+        env = TerminalEnv(task, config=cfg, reward=config.reward, client=client)
+    if config.verify_timeout and env.verifier is not None:
+        env.verifier.timeout = config.verify_timeout
+    return env
+
+
+def play_trial(
+    config: RunConfig,
+    task: Any,
+    attempt: int,
+    tdir: Path,
+    *,
+    make_env: Callable[[], Any],
+    make_backend: BackendFactory,
+    track: Callable[[Any, bool], None] | None = None,
+) -> TrialOutcome:
+    """Play one try of a trial, writing trajectory.json, recording.cast and the verifier's files
+    (or error.txt) into ``tdir``. ``track(env, live)`` is told when the environment exists and
+    when it is gone (a stopping run closes the live ones)."""
+    from ..agent import run_agent
+    from ..errors import InfraError
+    from ..harness import get_harness
+    from ..models.base import ModelConfigError
+    from ..recording import CastRecorder
+
+    t0 = time.monotonic()
+    env = recorder = traj = None
+    failure = error = None
+    try:
+        env = make_env()
+        if track is not None:
+            track(env, True)
+        harness = get_harness(config.harness, **config.harness_options)
+        backend = make_backend()
+        recorder = CastRecorder(tdir / "recording.cast", width=env.config.cols, height=env.config.rows,
+                                title=f"{task.name} attempt {attempt}")
+        traj = run_agent(env, harness, backend, params=config.params, max_turns=config.max_turns,
+                         trajectory_path=tdir / "trajectory.json", recorder=recorder,
+                         seed=config.seed + attempt)
+    except ModelConfigError as exc:
+        failure, error = "model_setup", str(exc)
+    except ConfigError as exc:  # e.g. a task whose setup fails: this trial only
+        failure, error = "config", f"ConfigError: {exc}"
+    except InfraError as exc:
+        failure, error = "infra", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a bug must not take the whole run down; it is kept for the report
+        (tdir / "error.txt").write_text(traceback.format_exc())
+        failure, error = "bug", f"{type(exc).__name__}: {exc} (see error.txt)"
+    finally:
+        if recorder is not None:
+            recorder.close()
+        if env is not None:
+            env.close()
+            if track is not None:
+                track(env, False)
+    if failure is None:
         v = traj.verification or {}
         if v:
             write_json_atomic(tdir / "verifier.json", v)
             (tdir / "verifier.log").write_text(v.get("log_tail") or "")
-        comps = [t.completion for t in traj.turns if t.completion is not None]
+    return TrialOutcome(traj=traj, failure=failure, error=error, duration=time.monotonic() - t0)
+
+
+def trial_result(base: TrialResult, outcome: TrialOutcome) -> TrialResult:
+    """The scored record of one try. Raises :class:`ModelSetupError` when the backend refused
+    the run's configuration (the run stops)."""
+    if outcome.failure == "model_setup":
+        raise ModelSetupError(f"the model backend refused the run: {outcome.error}")
+    if outcome.failure is not None:
         return base.model_copy(update={
-            "outcome": v.get("outcome"),
-            "strict_success": bool(v.get("strict_success")),
-            "progress": float(v.get("progress") or 0.0),
-            "reward": float(traj.reward or 0.0),
-            "rewards": traj.rewards,
-            "termination": traj.termination,
-            "masked": traj.masked,
-            "error": traj.error,
-            "turns": len(traj.turns),
-            "commands": len(traj.generic_commands()),
-            "format_errors": sum(1 for t in traj.turns if t.format_error),
-            "duration": duration,
-            "model_seconds": traj.timings.get("model", 0.0),
-            "env_seconds": traj.timings.get("env", 0.0),
-            "verify_seconds": traj.timings.get("verify", 0.0),
-            "prompt_tokens": sum(c.usage.prompt_tokens or 0 for c in comps),
-            "completion_tokens": sum(c.usage.completion_tokens or 0 for c in comps),
+            "masked": True, "termination": "infra_error" if outcome.failure == "infra" else "error",
+            "error": outcome.error, "duration": outcome.duration,
         })
+    traj = outcome.traj
+    v = traj.verification or {}
+    comps = [t.completion for t in traj.turns if t.completion is not None]
+    return base.model_copy(update={
+        "outcome": v.get("outcome"),
+        "strict_success": bool(v.get("strict_success")),
+        "progress": float(v.get("progress") or 0.0),
+        "reward": float(traj.reward or 0.0),
+        "rewards": traj.rewards,
+        "termination": traj.termination,
+        "masked": traj.masked,
+        "error": traj.error,
+        "turns": len(traj.turns),
+        "commands": len(traj.generic_commands()),
+        "format_errors": sum(1 for t in traj.turns if t.format_error),
+        "duration": outcome.duration,
+        "model_seconds": traj.timings.get("model", 0.0),
+        "env_seconds": traj.timings.get("env", 0.0),
+        "verify_seconds": traj.timings.get("verify", 0.0),
+        "prompt_tokens": sum(c.usage.prompt_tokens or 0 for c in comps),
+        "completion_tokens": sum(c.usage.completion_tokens or 0 for c in comps),
+    })
