@@ -111,15 +111,17 @@ class Sandbox:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Sandbox":
+        """Create and start the container: two engine calls, nothing else.
+
+        On the cold path every round trip counts (a reset should cost little more than the
+        engine's own create + start), so there is no image inspect first (create answers 404
+        "No such image" by itself), no inspect after create (docker-py's high-level
+        ``containers.create`` does one), and no ``mkdir`` exec for the working directory (the
+        engine creates a missing ``WorkingDir`` itself, owned by root with mode 0755, exactly as
+        ``mkdir -p`` as root did; a path that exists and is not a directory fails the create).
+        """
         cfg = self.config
-        try:
-            self.client.images.get(cfg.image)
-        except docker.errors.ImageNotFound:
-            raise ImageNotFoundError(
-                f"image {cfg.image!r} is not in the local Docker engine and nothing is pulled. "
-                "Build it (`docker build -t ...`) or, for the project's base image, run "
-                "`terminal-env images bootstrap`."
-            ) from None
+        api = self.client.api
         labels = {
             LABEL_MANAGED: "1",
             f"{LABEL_PREFIX}.run": cfg.run_id,
@@ -127,7 +129,19 @@ class Sandbox:
             **cleanup.owner_labels(),
             **cfg.labels,
         }
-        kwargs: dict[str, Any] = dict(
+        host: dict[str, Any] = dict(
+            init=True,
+            nano_cpus=int(cfg.cpus * 1e9),
+            mem_limit=f"{cfg.memory_mb}m",
+            memswap_limit=f"{cfg.memory_mb}m",
+            pids_limit=cfg.pids_limit,
+            security_opt=["no-new-privileges"],
+        )
+        if not cfg.network:
+            host["network_mode"] = "none"
+        if cfg.runtime:
+            host["runtime"] = cfg.runtime
+        create: dict[str, Any] = dict(
             image=cfg.image,
             entrypoint=["sleep", "infinity"],
             command=[],
@@ -135,46 +149,46 @@ class Sandbox:
             hostname=cfg.hostname,
             labels=labels,
             detach=True,
-            init=True,
-            nano_cpus=int(cfg.cpus * 1e9),
-            mem_limit=f"{cfg.memory_mb}m",
-            memswap_limit=f"{cfg.memory_mb}m",
-            pids_limit=cfg.pids_limit,
             environment=dict(cfg.env),
-            security_opt=["no-new-privileges"],
             stop_signal="SIGKILL",
         )
-        if not cfg.network:
-            kwargs["network_mode"] = "none"
         if cfg.workdir:
-            kwargs["working_dir"] = cfg.workdir
+            create["working_dir"] = cfg.workdir
+        runtime_hint = ""
         if cfg.runtime:
-            kwargs["runtime"] = cfg.runtime
+            runtime_hint = (
+                f" Is the runtime {cfg.runtime!r} registered in the engine's daemon.json?"
+            )
         t0 = time.perf_counter()
         try:
-            self.container = self.client.containers.create(**kwargs)
-        except docker.errors.APIError as exc:
-            raise SandboxError(
-                f"could not create a container from {cfg.image!r}: {exc.explanation or exc}"
+            cid = api.create_container(host_config=api.create_host_config(**host), **create)["Id"]
+        except docker.errors.ImageNotFound:
+            raise ImageNotFoundError(
+                f"image {cfg.image!r} is not in the local Docker engine and nothing is pulled. "
+                "Build it (`docker build -t ...`) or, for the project's base image, run "
+                "`terminal-env images bootstrap`."
             ) from None
+        except docker.errors.APIError as exc:
+            text = str(exc.explanation or exc)
+            hint = f".{runtime_hint}" if runtime_hint and "runtime" in text.lower() else ""
+            raise SandboxError(
+                f"could not create a container from {cfg.image!r}: {text}{hint}"
+            ) from None
+        # A model without the inspect docker-py would do: reload() fills attrs when needed.
+        self.container = self.client.containers.prepare_model({"Id": cid, "Name": f"/{self.name}"})
         # Registered before start: if start fails or we are killed now, cleanup still finds it.
         cleanup.register(self)
         t1 = time.perf_counter()
         try:
-            self.container.start()
+            api.start(cid)
         except docker.errors.APIError as exc:
             self.remove()
-            hint = ""
-            if cfg.runtime:
-                hint = f" Is the runtime {cfg.runtime!r} registered in the engine's daemon.json?"
             raise SandboxError(
-                f"could not start a container from {cfg.image!r}: {exc.explanation or exc}.{hint}"
+                f"could not start a container from {cfg.image!r}: "
+                f"{exc.explanation or exc}.{runtime_hint}"
             ) from None
         self.timing.create = t1 - t0
         self.timing.start = time.perf_counter() - t1
-        if cfg.workdir:
-            # The image may not have the directory; make it so that the shell can start there.
-            self.exec(["mkdir", "-p", cfg.workdir], user="root", timeout=30)
         return self
 
     @property

@@ -144,14 +144,18 @@ class ShellSession:
                 environment=env,
             )["Id"]
             self._sock = ExecSocket(api, self._exec_id, tty=True)
-            api.exec_resize(self._exec_id, height=cfg.rows, width=cfg.cols)
         except docker.errors.APIError as exc:
             self.sandbox.check_alive()
             raise SessionError(f"could not start a shell in {self.sandbox.name}: {exc}") from None
         self._proc = fdpexpect.fdspawn(self._sock.fileno(), timeout=30, use_poll=True)
         self._pending = b""
-        # One line sets up the prompt protocol. The line itself is echoed (echo is still on
-        # when it is typed); everything before the first sentinel is discarded.
+        # One line sets up the prompt protocol. It is typed at once, without waiting for the
+        # shell: the terminal queues it until bash reads its first line, so the process start-up
+        # (the engine's runc exec, most of this method's time) and the typing overlap. The line
+        # sets the window size too (`stty cols rows`), which makes an `exec_resize` call
+        # redundant; that call would also block until the process runs. The line itself is
+        # echoed (echo is still on when it is typed); everything before the first sentinel is
+        # discarded.
         # Single quotes: expanded at each prompt, not now. `$$` is the shell's pid, used to find
         # its foreground process group when Ctrl-C is not enough.
         pc = (
@@ -162,9 +166,20 @@ class ShellSession:
             f"stty -echo cols {cfg.cols} rows {cfg.rows} 2>/dev/null; unset HISTFILE; "
             f"PROMPT_COMMAND='{pc}'\n"
         )
-        self._write(setup.encode())
         buf = OutputBuffer(4096, 4096)
-        m = self._read_until(time.monotonic() + 30, buf)
+        try:
+            self._write(setup.encode())
+            m = self._read_until(time.monotonic() + 30, buf)
+        except _ShellDied:
+            # The exec ended before a prompt: the engine could not run the shell (its error is
+            # the output) or the shell exited at once.
+            tail = clean_text(buf.getvalue()).strip()[-500:]
+            self.close()
+            self.sandbox.check_alive()
+            raise SessionError(
+                f"the shell `{cfg.shell}` in {self.sandbox.name} ended before showing a prompt "
+                f"(is it installed in the image?). Output: {tail!r}"
+            ) from None
         if m is None:
             tail = clean_text(buf.getvalue())[-500:]
             self.close()

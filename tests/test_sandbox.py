@@ -13,7 +13,7 @@ import pytest
 
 from terminal_env import Sandbox, SandboxConfig
 from terminal_env.cleanup import gc
-from terminal_env.errors import ImageNotFoundError, SandboxGoneError
+from terminal_env.errors import ImageNotFoundError, SandboxError, SandboxGoneError
 
 pytestmark = pytest.mark.docker
 
@@ -85,6 +85,27 @@ def test_files_round_trip(sandbox, tmp_path):
 def test_missing_image_is_a_clear_error(client):
     with pytest.raises(ImageNotFoundError, match="no-such-image:1.*nothing is pulled"):
         Sandbox(SandboxConfig(image="no-such-image:1"), client=client).start()
+
+
+def test_missing_workdir_is_made_by_the_engine_root_owned(client, base_image):
+    # Sandbox.start runs no `mkdir -p`: the engine makes a missing working directory (as root,
+    # 0755, like the mkdir did), also when the agent's user is not root.
+    cfg = SandboxConfig(image=base_image, workdir="/srv/not/in/image", user="nobody")
+    with Sandbox(cfg, client=client) as sb:
+        res = sb.exec("pwd; id -un; stat -c '%U %a' /srv/not /srv/not/in/image")
+        assert res.exit_code == 0, res.output
+        assert res.output == "/srv/not/in/image\nnobody\nroot 755\nroot 755\n"
+        assert sb.status() == "running" and sb.container.name == sb.name
+
+
+def test_workdir_that_is_a_file_is_a_clear_error(client, base_image):
+    with pytest.raises(SandboxError, match="/etc/passwd is not a directory"):
+        Sandbox(SandboxConfig(image=base_image, workdir="/etc/passwd"), client=client).start()
+
+
+def test_missing_runtime_is_a_clear_error(client, base_image):
+    with pytest.raises(SandboxError, match="runtime 'no-such-runtime' registered"):
+        Sandbox(SandboxConfig(image=base_image, runtime="no-such-runtime"), client=client).start()
 
 
 def test_bad_config_names_the_field():

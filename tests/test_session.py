@@ -170,3 +170,20 @@ def test_keys_return_after_one_quiet_period(session):
     out = session.send_keys(b"abc\r", wait=30, quiet=0.2)
     assert "abc" in out.output and out.duration < 25
     session.send_keys(b"\x04", wait=5)
+
+
+def test_missing_shell_is_a_clear_error(sandbox):
+    from terminal_env.errors import SessionError
+
+    match = "no-such-shell.*ended before showing a prompt.*not found"
+    with pytest.raises(SessionError, match=match):
+        ShellSession(sandbox, SessionConfig(shell="no-such-shell")).start()
+    assert ShellSession(sandbox).start().run("echo ok").output == "ok\n"  # the sandbox is fine
+
+
+def test_terminal_size_is_set_without_exec_resize(sandbox):
+    s = ShellSession(sandbox, SessionConfig(rows=33, cols=111)).start()
+    try:
+        assert s.run("stty size; tput cols").output == "33 111\n111\n"
+    finally:
+        s.close()
