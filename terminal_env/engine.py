@@ -9,12 +9,13 @@ when it is not there. :func:`ensure_engine` is the "fix it" path behind ``termin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import docker
 import requests
@@ -49,6 +50,17 @@ def _unreachable(exc: BaseException) -> EngineUnavailableError:
         f"cannot reach the Docker engine at {_engine_address()}: {_short(exc)}. To fix: {REMEDY}"
         + (" (or unset DOCKER_HOST to use the local engine)" if os.environ.get("DOCKER_HOST") else "")
     )
+
+
+@contextlib.contextmanager
+def engine_errors() -> Iterator[None]:
+    """Turn a lost connection to the engine (stopped, restarting, unreachable) into
+    :class:`EngineUnavailableError` (an infrastructure error: masked, retried), wherever in the
+    sandbox or session layers it surfaces."""
+    try:
+        yield
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        raise _unreachable(exc) from None
 
 
 def get_client(timeout: float = 120) -> docker.DockerClient:

@@ -16,6 +16,7 @@ raise :class:`~terminal_env.errors.InfraError` subclasses.
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import time
 from functools import lru_cache
@@ -27,11 +28,14 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .actions import Command, Keys, Submit, parse_action
-from .errors import ConfigError, SandboxGoneError
+from .engine import engine_errors
+from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
 from .sandbox import Sandbox
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
+
+log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=1)
@@ -167,10 +171,11 @@ class TerminalEnv(gym.Env[str, str]):
             raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
         self._teardown()
         t0 = time.perf_counter()
-        if self.pool is not None:
-            ready, warm = self.pool.acquire(self._recipe_key(), self._make_ready)
-        else:
-            ready, warm = self._make_ready(), False
+        with engine_errors():
+            if self.pool is not None:
+                ready, warm = self.pool.acquire(self._recipe_key(), self._make_ready)
+            else:
+                ready, warm = self._make_ready(), False
         sandbox, session = ready.sandbox, ready.session
         if self.recorder is not None:
             # attached after start-up: the recording shows the agent's terminal, not our setup
@@ -344,6 +349,15 @@ class TerminalEnv(gym.Env[str, str]):
     def _act(self, act: Command | Keys, remaining: float) -> StepOutput:
         assert self.session is not None
         try:
+            with engine_errors():
+                return self._act_unguarded(act, remaining)
+        except InfraError:
+            self._done = True
+            raise
+
+    def _act_unguarded(self, act: Command | Keys, remaining: float) -> StepOutput:
+        assert self.session is not None
+        try:
             if isinstance(act, Command):
                 show = getattr(self.recorder, "command", None)
                 if show is not None:
@@ -376,7 +390,8 @@ class TerminalEnv(gym.Env[str, str]):
     def _verify(self) -> tuple[float, Any]:
         if self.verifier is None or self.sandbox is None:
             return 0.0, None
-        result = self.verifier(self.sandbox, self.task)
+        with engine_errors():
+            result = self.verifier(self.sandbox, self.task)
         if self.reward_fn is not None:
             return float(self.reward_fn(result)), result
         return float(getattr(result, "reward", 0.0) or 0.0), result
@@ -391,6 +406,9 @@ class TerminalEnv(gym.Env[str, str]):
             self.session.close()
             self.session = None
         if self.sandbox is not None:
-            self.sandbox.remove()
-            self.sandbox = None
+            sandbox, self.sandbox = self.sandbox, None
+            try:
+                sandbox.remove()
+            except InfraError as exc:  # the engine is gone: close() must still close
+                log.warning("%s", exc)
         self._done = True

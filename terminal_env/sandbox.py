@@ -22,13 +22,14 @@ from typing import Any, Mapping
 
 import docker
 import docker.errors
+import requests
 from docker.utils.socket import frames_iter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import cleanup
 from ._dockerio import ExecSocket
 from .engine import get_client
-from .errors import ConfigError, ImageNotFoundError, SandboxError, SandboxGoneError
+from .errors import ConfigError, EngineUnavailableError, ImageNotFoundError, SandboxError, SandboxGoneError
 from .output import OutputBuffer
 
 LABEL_PREFIX = "terminal-env"
@@ -241,6 +242,16 @@ class Sandbox:
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
                 raise SandboxError(f"could not remove container {self.name}: {exc}") from None
+        except (requests.RequestException, OSError) as exc:
+            # The engine is unreachable (stopped, restarting): keep the container on the books so
+            # that the exit handler retries, and say how to remove it later.
+            self._removed = False
+            cleanup.register(self)
+            raise EngineUnavailableError(
+                f"could not remove container {self.name}: the Docker engine is unreachable "
+                f"({type(exc).__name__}). It is retried when this process exits; once the engine "
+                "answers again, `terminal-env gc` removes it too."
+            ) from None
 
     close = remove
 

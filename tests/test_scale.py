@@ -160,11 +160,12 @@ def test_rollout_api_many_episodes(client, base_image):
 class _Forwarder:
     """A TCP endpoint on loopback for the local engine's unix socket: a 'remote' engine."""
 
-    def __init__(self, target="/var/run/docker.sock"):
+    def __init__(self, target="/var/run/docker.sock", port=0):
         self.target = target
-        self.srv = socket.create_server(("127.0.0.1", 0))
+        self.srv = socket.create_server(("127.0.0.1", port))
         self.port = self.srv.getsockname()[1]
         self.connections = 0
+        self.live: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -176,6 +177,7 @@ class _Forwarder:
             self.connections += 1
             up = socket.socket(socket.AF_UNIX)
             up.connect(self.target)
+            self.live += [conn, up]
             for a, b in ((conn, up), (up, conn)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
@@ -194,7 +196,14 @@ class _Forwarder:
                     pass
 
     def close(self):
+        """The 'engine' stops: no new connections, and the open ones (the shell's) are cut."""
         self.srv.close()
+        for s in self.live:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
 
 
 @pytest.mark.docker
@@ -217,3 +226,35 @@ def test_remote_engine_through_docker_host(monkeypatch, base_image):
         assert fwd.connections > 0
     finally:
         fwd.close()
+
+
+@pytest.mark.docker
+def test_an_engine_that_stops_mid_episode_is_an_infrastructure_error(monkeypatch, client, base_image):
+    """The engine goes away under a running episode: the trajectory is masked (never the agent's
+    failure), close() does not raise, and once the engine is back nothing of the run is left."""
+    from terminal_env.agent import run_agent
+    from terminal_env.harness import get_harness
+    from terminal_env.models.simple import ScriptedBackend
+
+    fwd = _Forwarder()
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{fwd.port}")
+    env = TerminalEnv(TaskSpec(name="enginestop", instruction="x", image=base_image), run_id="engine-stop")
+
+    def model(messages):
+        if sum(m["role"] == "assistant" for m in messages) == 1:
+            fwd.close()  # the engine stops between two turns
+        return "```bash\necho still-here\n```"
+
+    traj = run_agent(env, get_harness("generic"), ScriptedBackend(model), max_turns=4)
+    assert traj.masked and traj.termination == "infra_error", (traj.termination, traj.error)
+    assert traj.verification is None
+    env.close()  # must not raise while the engine is unreachable
+    assert run_label(client, "engine-stop")  # still there: nobody could remove it
+    back = _Forwarder(port=fwd.port)  # the engine answers again
+    try:
+        from terminal_env import cleanup
+
+        cleanup.remove_all()  # what the exit handler does
+        assert wait_gone(client, "engine-stop") == 0
+    finally:
+        back.close()
