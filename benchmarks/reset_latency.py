@@ -16,6 +16,10 @@ round (the order rotates each round, so drift on a shared machine hits every var
   the task prepared, a bash session answered its first prompt). The previous episode is closed
   before the timer starts, so no teardown is included. ``info["timings"]`` gives the breakdown.
   Also timed, for information: a reset while an episode is live (it removes that container).
+* (d) ours with ``first_shell="attach"``: as (c), but the container's main process starts the
+  first bash on the container's TTY and the session attaches to it (no ``docker exec`` on the
+  cold path). Its container differs from the floor's by design (TTY, open stdin, log driver
+  ``none``, a sh wrapper as entrypoint); the differences are listed.
 * warm: ``env.reset()`` taking a ready sandbox from a ``terminal_env.warm.WarmPool`` (size 1,
   refilled between resets, untimed), if that module exists; else null.
 
@@ -183,8 +187,8 @@ def remove(client: Any, cid: str) -> None:
 
 
 # ---------------------------------------------------------------------- one task
-def bench_task(label: str, env: TerminalEnv, client: Any, run_id: str, n: int,
-               warmup: int) -> dict[str, Any]:
+def bench_task(label: str, env: TerminalEnv, env_attach: TerminalEnv, client: Any, run_id: str,
+               n: int, warmup: int) -> dict[str, Any]:
     cfg = env.task.sandbox_config(run_id=run_id, runtime=env.config.runtime)
     log(f"{label}: image {cfg.image}")
 
@@ -196,6 +200,11 @@ def bench_task(label: str, env: TerminalEnv, client: Any, run_id: str, n: int,
     env.close()
     if diffs:
         log(f"{label}: the floor's container differs from ours: {diffs}")
+    _, _, fid = floor_highlevel(client, cfg, run_id)
+    env_attach.reset()
+    diffs_attach = options_diff(client, fid, env_attach.sandbox.id)
+    remove(client, fid)
+    env_attach.close()
 
     # The engine calls of one cold reset.
     with CallLog(client.api) as calls:
@@ -203,10 +212,17 @@ def bench_task(label: str, env: TerminalEnv, client: Any, run_id: str, n: int,
         env.reset()
         calls.on = False
     env.close()
+    with CallLog(client.api) as calls_attach:
+        calls_attach.on = True
+        env_attach.reset()
+        calls_attach.on = False
+    env_attach.close()
 
     samples: dict[str, list[float]] = {
-        "floor_docker_py": [], "floor_low_level": [], "reset": [], "reset_after_episode": []}
+        "floor_docker_py": [], "floor_low_level": [], "reset": [], "reset_after_episode": [],
+        "reset_attach": [], "reset_attach_after_episode": []}
     timings: dict[str, list[float]] = {}
+    timings_attach: dict[str, list[float]] = {}
     parts: dict[str, list[float]] = {}
 
     def run_floor(fn: Callable[..., tuple[float, float, str]], key: str, keep: bool) -> None:
@@ -217,25 +233,27 @@ def bench_task(label: str, env: TerminalEnv, client: Any, run_id: str, n: int,
             parts.setdefault(f"{key}.create", []).append(t_create)
             parts.setdefault(f"{key}.start", []).append(t_start)
 
-    def run_reset(keep: bool) -> None:
+    def run_reset(keep: bool, e: TerminalEnv = env, key: str = "reset",
+                  tm: dict[str, list[float]] = timings) -> None:
         t0 = time.perf_counter()
-        _, info = env.reset()
+        _, info = e.reset()
         dt = time.perf_counter() - t0
         # Informative: a reset that ends a live episode also removes its container first.
         t1 = time.perf_counter()
-        env.reset()
+        e.reset()
         dt_after = time.perf_counter() - t1
-        env.close()
+        e.close()
         if keep:
-            samples["reset"].append(dt)
-            samples["reset_after_episode"].append(dt_after)
+            samples[key].append(dt)
+            samples[f"{key}_after_episode"].append(dt_after)
             for k, v in info.get("timings", {}).items():
-                timings.setdefault(k, []).append(v)
+                tm.setdefault(k, []).append(v)
 
     variants = [
         lambda keep: run_floor(floor_highlevel, "floor_docker_py", keep),
         lambda keep: run_floor(floor_lowlevel, "floor_low_level", keep),
         run_reset,
+        lambda keep: run_reset(keep, env_attach, "reset_attach", timings_attach),
     ]
     for i in range(warmup + n):
         keep = i >= warmup
@@ -251,8 +269,10 @@ def bench_task(label: str, env: TerminalEnv, client: Any, run_id: str, n: int,
         res[k]["median_ms"] for k in ("floor_docker_py", "floor_low_level", "reset")
     )
     ratio = ours / floor
+    ours_attach = res["reset_attach"]["median_ms"]
+    ratio_attach = ours_attach / floor
     log(f"{label}: floor {floor} ms, low-level floor {floor_ll} ms, reset {ours} ms, "
-        f"ratio {ratio:.3f}")
+        f"ratio {ratio:.3f}; attach reset {ours_attach} ms, ratio {ratio_attach:.3f}")
     return {
         "image": cfg.image,
         "floor_docker_py": res["floor_docker_py"],
@@ -278,6 +298,20 @@ def bench_task(label: str, env: TerminalEnv, client: Any, run_id: str, n: int,
                     - statistics.median(parts["floor_low_level.create"])), 2),
         "target_ratio_le_1_2": ratio <= TARGET_RATIO,
         "floor_options_differ": diffs,
+        "attach": {
+            "reset_cold": res["reset_attach"],
+            "reset_cold_after_episode": res["reset_attach_after_episode"],
+            "reset_breakdown_median_ms": {
+                k: round(statistics.median(v) * 1000, 2) for k, v in sorted(timings_attach.items())
+            },
+            "api_calls_one_reset": calls_attach.summary(),
+            "ratio_reset_to_floor": round(ratio_attach, 3),
+            "ratio_paired_median": round(statistics.median(
+                r / f for r, f in zip(samples["reset_attach"], samples["floor_docker_py"])), 3),
+            "ratio_to_exec_reset": round(ours_attach / ours, 3),
+            "target_ratio_le_1_2": ratio_attach <= TARGET_RATIO,
+            "floor_options_differ": diffs_attach,
+        },
     }
 
 
@@ -336,11 +370,13 @@ def main() -> int:
     results: dict[str, Any] = {}
     warm: dict[str, Any] = {}
     for label, task in tasks.items():
-        env = TerminalEnv(task, run_id=run_id, client=client)  # builds harbor-sum's image (cached)
+        env = TerminalEnv(task, run_id=run_id, client=client, first_shell="exec")  # builds images
+        env_attach = TerminalEnv(task, run_id=run_id, client=client, first_shell="attach")
         try:
-            results[label] = bench_task(label, env, client, run_id, args.n, args.warmup)
+            results[label] = bench_task(label, env, env_attach, client, run_id, args.n, args.warmup)
         finally:
             env.close()
+            env_attach.close()
         warm[label] = bench_warm(label, task, run_id, args.n, client)
         if warm[label] is not None:
             floor = results[label]["floor_docker_py"]["median_ms"]
@@ -364,6 +400,10 @@ def main() -> int:
                 "ratio": r["ratio_reset_to_floor"],
                 "ratio_paired_median": r["ratio_paired_median"],
                 "target_ratio_le_1_2": r["target_ratio_le_1_2"],
+                "attach_reset_median_ms": r["attach"]["reset_cold"]["median_ms"],
+                "attach_ratio": r["attach"]["ratio_reset_to_floor"],
+                "attach_ratio_paired_median": r["attach"]["ratio_paired_median"],
+                "attach_target_ratio_le_1_2": r["attach"]["target_ratio_le_1_2"],
             }
             for label, r in results.items()
         },
@@ -381,7 +421,7 @@ def main() -> int:
         },
         "leaked_containers": leaked,
         "notes": [
-            "ms, time.perf_counter() around one call; per round the three variants run one after "
+            "ms, time.perf_counter() around one call; per round the four variants run one after "
             "another in a rotating order; containers are removed between variants, untimed.",
             "floor_docker_py = client.containers.create(**same options) + container.start(): the "
             "engine's create and start, plus docker-py's inspect after create.",
@@ -394,6 +434,8 @@ def main() -> int:
             "its latency; the exec's hijacked stream is not a request and is not listed.",
             "ratio_reset_to_floor = median(reset_cold) / median(floor_docker_py), the issue's "
             "criterion; ratio_paired_median = median over rounds of reset/floor of that round.",
+            "attach: variant (d), env.reset() with first_shell='attach' (the first bash is the "
+            "container's main process, reached through the attach stream); same fields as (c).",
             "floor_options_differ: HostConfig and Config fields of the floor's container against "
             "the env's container; must be empty for the comparison to be fair.",
         ],

@@ -31,7 +31,7 @@ from .actions import Command, Keys, Submit, parse_action
 from .engine import engine_errors
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
-from .sandbox import Sandbox
+from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
 
@@ -98,6 +98,14 @@ class EnvConfig(BaseModel):
     screen: bool = Field(False, description="Keep a rendered screen (pyte) for render().")
     run_id: str = "adhoc"
     runtime: str | None = Field(None, description="OCI runtime of the sandbox, e.g. 'runsc'.")
+    first_shell: FirstShellMode = Field(
+        default_factory=default_first_shell,
+        description=(
+            "'exec': the first shell is a `docker exec`; 'attach': it is the container's main "
+            "process, reached through `attach` (~50 ms faster cold reset); 'auto': attach for "
+            "root sandboxes, exec for a non-root agent. Default: $TERMINAL_ENV_FIRST_SHELL or 'auto'."
+        ),
+    )
 
 
 class TerminalEnv(gym.Env[str, str]):
@@ -293,7 +301,7 @@ class TerminalEnv(gym.Env[str, str]):
         from .warm import Ready
 
         sandbox = Sandbox(
-            self.task.sandbox_config(run_id=self.config.run_id, runtime=self.config.runtime),
+            self._sandbox_config(),
             client=self._client,
         )
         try:
@@ -318,12 +326,17 @@ class TerminalEnv(gym.Env[str, str]):
             raise
         return Ready(sandbox, session)
 
+    def _sandbox_config(self) -> Any:
+        return self.task.sandbox_config(
+            run_id=self.config.run_id, runtime=self.config.runtime, first_shell=self.config.first_shell
+        )
+
     def _recipe_key(self) -> str:
         """What makes two prepared sandboxes interchangeable for this environment."""
         import hashlib
 
         parts = [
-            self.task.sandbox_config(run_id=self.config.run_id, runtime=self.config.runtime).model_dump_json(),
+            self._sandbox_config().model_dump_json(),
             repr(sorted((k, v if isinstance(v, (str, bytes)) else str(v)) for k, v in self.task.files.items())),
             repr(list(self.task.setup)), self.task.workdir or "",
             repr((self.config.rows, self.config.cols, self.config.max_output_chars, self.config.screen)),

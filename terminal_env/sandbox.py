@@ -18,7 +18,7 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import docker
 import docker.errors
@@ -27,13 +27,68 @@ from docker.utils.socket import frames_iter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import cleanup
-from ._dockerio import ExecSocket
+from ._dockerio import AttachSocket, ExecSocket
 from .engine import get_client
 from .errors import ConfigError, EngineUnavailableError, ImageNotFoundError, SandboxError, SandboxGoneError
 from .output import OutputBuffer
 
 LABEL_PREFIX = "terminal-env"
 LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
+
+#: environment variable that sets the default of ``first_shell`` (``auto``, ``exec``, ``attach``)
+FIRST_SHELL_ENV = "TERMINAL_ENV_FIRST_SHELL"
+FirstShellMode = Literal["auto", "exec", "attach"]
+
+# The main process of a container in ``attach`` mode (POSIX sh, run by the engine's init). It
+# stays the lowest-pid child of PID 1 for the whole episode (``exec`` keeps its pid), so the
+# verifier's sweep spares it as the keeper. It runs the first shell in the foreground on the
+# container's TTY; when that shell exits it prints a marker (token, exit code) that the session
+# reads as "the shell died", then idles forever so the container outlives its first shell.
+# The traps: sh re-raises a SIGINT that killed its foreground child (an agent's `exec sleep 100`
+# interrupted by Ctrl-C would take the container down), so INT and QUIT get a harmless handler,
+# which `exec` resets to the default for bash; the idle keeper ignores them.
+_FIRST_SHELL_WRAPPER = (
+    "trap : INT QUIT; TERM=xterm-256color PAGER=cat GIT_PAGER=cat LANG=C.UTF-8 "
+    "bash --noprofile --norc --noediting -i; "
+    "printf '\\036TX%s:%d\\037\\n' {token} $?; trap '' INT QUIT; exec sleep infinity"
+)
+
+
+def default_first_shell() -> FirstShellMode:
+    """``$TERMINAL_ENV_FIRST_SHELL`` if set (``auto``, ``exec`` or ``attach``), else ``auto``."""
+    value = os.environ.get(FIRST_SHELL_ENV, "").strip().lower() or "auto"
+    if value not in ("auto", "exec", "attach"):
+        raise ConfigError(f"{FIRST_SHELL_ENV} must be 'auto', 'exec' or 'attach', got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _runs_as_root(user: str | None) -> bool:
+    return (user or "root").split(":")[0] in ("root", "0")
+
+
+def use_attach(mode: str, user: str | None) -> bool:
+    """Whether the first shell is the container's main process. ``auto`` picks it for root
+    sandboxes only: with a non-root agent, the keeper would run as the agent (which could then
+    kill the container to get an episode masked), and a user made by a setup command would not
+    exist yet when the engine starts the container. Those keep the ``exec`` shell.
+
+    >>> use_attach("auto", None), use_attach("auto", "nobody"), use_attach("attach", "nobody")
+    (True, False, True)
+    """
+    return mode == "attach" or (mode == "auto" and _runs_as_root(user))
+
+
+@dataclass
+class FirstShell:
+    """The shell a container in ``attach`` mode starts with, and the connection to its TTY.
+
+    A session claims it once (:meth:`Sandbox.take_first_shell`); later shells are exec'd.
+    """
+
+    sock: AttachSocket
+    #: regex of the marker the container's main process prints when the first shell exits
+    death: re.Pattern[bytes]
+    shell: str = "bash"
 
 
 class SandboxConfig(BaseModel):
@@ -54,6 +109,16 @@ class SandboxConfig(BaseModel):
     run_id: str = Field("adhoc", description="Run identifier, recorded as a label.")
     task: str = Field("adhoc", description="Task name, recorded as a label.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra labels.")
+    first_shell: FirstShellMode = Field(
+        default_factory=default_first_shell,
+        description=(
+            "How the agent's first shell starts. 'exec': the container idles (`sleep infinity`) "
+            "and the session starts bash with `docker exec`. 'attach': the container's main "
+            "process runs bash on the container's TTY and the session attaches to it, which "
+            "saves the exec on the cold path (later shells are exec'd). 'auto': attach when the "
+            f"sandbox runs as root, else exec. Default: ${FIRST_SHELL_ENV} or 'auto'."
+        ),
+    )
 
     @field_validator("workdir")
     @classmethod
@@ -109,6 +174,7 @@ class Sandbox:
         self.name = _container_name(config.task)
         self.timing = _Timing()
         self._removed = False
+        self._first_shell: FirstShell | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Sandbox":
@@ -155,6 +221,20 @@ class Sandbox:
         )
         if cfg.workdir:
             create["working_dir"] = cfg.workdir
+        attach = use_attach(cfg.first_shell, cfg.user)
+        token = secrets.token_hex(8)
+        if attach:
+            # The main process is the first shell's wrapper, with a TTY and open stdin. It runs
+            # as the agent's user (as the exec'd shell would). The log driver keeps nothing: the
+            # terminal's output is read through the attach stream only.
+            create.update(
+                entrypoint=["/bin/sh", "-c", _FIRST_SHELL_WRAPPER.format(token=token)],
+                tty=True,
+                stdin_open=True,
+            )
+            if cfg.user:
+                create["user"] = cfg.user
+            host["log_config"] = {"type": "none"}
         runtime_hint = ""
         if cfg.runtime:
             runtime_hint = (
@@ -179,6 +259,17 @@ class Sandbox:
         self.container = self.client.containers.prepare_model({"Id": cid, "Name": f"/{self.name}"})
         # Registered before start: if start fails or we are killed now, cleanup still finds it.
         cleanup.register(self)
+        if attach:
+            # Attached before start (like `docker start -a`): no output of the shell is missed,
+            # including the marker of a shell that could not even start.
+            try:
+                sock = AttachSocket(api, cid)
+            except (docker.errors.APIError, requests.RequestException, OSError) as exc:
+                self.remove()
+                raise SandboxError(f"could not attach to a container from {cfg.image!r}: {exc}") from None
+            self._first_shell = FirstShell(
+                sock, re.compile(rb"\x1eTX" + token.encode() + rb":(\d+)\x1f")
+            )
         t1 = time.perf_counter()
         try:
             api.start(cid)
@@ -191,6 +282,11 @@ class Sandbox:
         self.timing.create = t1 - t0
         self.timing.start = time.perf_counter() - t1
         return self
+
+    def take_first_shell(self) -> FirstShell | None:
+        """The container's own first shell (``attach`` mode), once; None if there is none left."""
+        first, self._first_shell = self._first_shell, None
+        return first
 
     @property
     def id(self) -> str:
@@ -235,6 +331,9 @@ class Sandbox:
             return
         self._removed = True
         cleanup.unregister(self)
+        first = self.take_first_shell()
+        if first is not None:
+            first.sock.close()
         try:
             self.container.remove(force=True, v=True)
         except docker.errors.NotFound:

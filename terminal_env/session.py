@@ -3,6 +3,10 @@
 The shell runs as a ``docker exec`` with a TTY. We talk to the engine's hijacked exec socket
 directly through :class:`pexpect.fdpexpect.fdspawn` rather than through a ``docker exec -it``
 client process: one socket per session instead of a ~30 MB Go process, and one hop less.
+A sandbox in ``first_shell="attach"`` mode comes with its first shell already running as the
+container's main process; the session then talks to it through the hijacked attach socket (no
+exec on the cold path). When that shell dies, the container's main process prints a marker and
+the session respawns through ``docker exec``, exactly as for an exec'd shell.
 
 Completion of a command is detected without sleeping: ``PROMPT_COMMAND`` prints a sentinel that
 carries a per-session nonce, the exit code and the working directory, and resets ``PS1``/``PS2``
@@ -116,6 +120,9 @@ class ShellSession:
         self._proc: fdpexpect.fdspawn | None = None
         self._sock: ExecSocket | None = None
         self._exec_id: str | None = None
+        #: marker of the container's main process when the attached first shell exits
+        self._death: re.Pattern[bytes] | None = None
+        self._death_code: int | None = None
         self._nonce = ""
         self._marker: re.Pattern[bytes] | None = None
         self._pending = b""
@@ -133,17 +140,22 @@ class ShellSession:
         )
         env = {"TERM": "xterm-256color", "PAGER": "cat", "GIT_PAGER": "cat", "LANG": "C.UTF-8"}
         env.update(cfg.env)
+        self._death, self._death_code, self._exec_id = None, None, None
+        first = self._claim_first_shell()
         try:
-            self._exec_id = api.exec_create(
+            if first is not None:
+                self._sock, self._death = first.sock, first.death
+            else:
+                self._exec_id = api.exec_create(
                 self.sandbox.id,
-                [cfg.shell, "--noprofile", "--norc", "--noediting", "-i"],
-                stdin=True,
-                tty=True,
-                user=cfg.user if cfg.user is not None else (self.sandbox.config.user or ""),
-                workdir=cfg.workdir or self.sandbox.config.workdir,
-                environment=env,
-            )["Id"]
-            self._sock = ExecSocket(api, self._exec_id, tty=True)
+                    [cfg.shell, "--noprofile", "--norc", "--noediting", "-i"],
+                    stdin=True,
+                    tty=True,
+                    user=cfg.user if cfg.user is not None else (self.sandbox.config.user or ""),
+                    workdir=cfg.workdir or self.sandbox.config.workdir,
+                    environment=env,
+                )["Id"]
+                self._sock = ExecSocket(api, self._exec_id, tty=True)
         except docker.errors.APIError as exc:
             self.sandbox.check_alive()
             raise SessionError(f"could not start a shell in {self.sandbox.name}: {exc}") from None
@@ -171,6 +183,11 @@ class ShellSession:
             self._write(setup.encode())
             m = self._read_until(time.monotonic() + 30, buf)
         except _ShellDied:
+            if first is not None:
+                # The container's own shell could not start: try the exec'd one, whose failure
+                # (if any) is reported below with the engine's words.
+                self.close()
+                return self.start()
             # The exec ended before a prompt: the engine could not run the shell (its error is
             # the output) or the shell exited at once.
             tail = clean_text(buf.getvalue()).strip()[-500:]
@@ -191,6 +208,22 @@ class ShellSession:
         self.cwd = m.group(3).decode("utf-8", "replace")
         self.busy = False
         return self
+
+    def _claim_first_shell(self):
+        """The sandbox's own first shell if it fits this session's settings, else None (then
+        the shell is exec'd; an unclaimed first shell stays idle)."""
+        cfg, sb = self.config, self.sandbox
+        take = getattr(sb, "take_first_shell", None)
+        first = getattr(sb, "_first_shell", None)
+        if take is None or first is None:
+            return None
+        fits = (
+            cfg.shell == first.shell
+            and not cfg.env
+            and cfg.user in (None, sb.config.user)
+            and cfg.workdir in (None, sb.config.workdir)
+        )
+        return take() if fits else None
 
     def close(self) -> None:
         """Close the connection to the shell (the shell itself dies with its terminal)."""
@@ -231,6 +264,13 @@ class ShellSession:
         got_output = False
         while True:
             m = self._marker.search(self._pending)
+            d = self._death.search(self._pending) if self._death is not None else None
+            if d and (not m or d.start() < m.start()):
+                # The attached first shell exited; the container's main process said so.
+                self._emit(buf, self._pending[: d.start()])
+                self._pending = b""
+                self._death_code = int(d.group(1))
+                raise _ShellDied("the first shell exited")
             if m:
                 self._emit(buf, self._pending[: m.start()])
                 # What follows the sentinel belongs to the next read (e.g. a background job).
@@ -422,6 +462,9 @@ class ShellSession:
         self._flush_pending(buf)
         self.sandbox.check_alive()  # a dead container is an infrastructure error, not data
         code = self._shell_exit_code()
+        if self._death is not None and self._death_code is None and self.shell_pid:
+            # The attach stream ended without the marker: make sure that shell is gone.
+            self.sandbox.exec(["kill", "-9", str(self.shell_pid)], user="root", timeout=10)
         self.close()
         self.restarts += 1
         self.start()
@@ -434,6 +477,8 @@ class ShellSession:
         return out
 
     def _shell_exit_code(self) -> int | None:
+        if self._exec_id is None:  # the attached first shell: its code came with the marker
+            return self._death_code
         for _ in range(20):
             info = self.sandbox.client.api.exec_inspect(self._exec_id)
             if not info.get("Running"):

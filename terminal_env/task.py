@@ -39,8 +39,12 @@ class TaskSpec(BaseModel):
     #: anything else a loader wants to carry along (category, difficulty, split, paths, ...)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    def sandbox_config(self, *, run_id: str = "adhoc", runtime: str | None = None) -> SandboxConfig:
+    def sandbox_config(
+        self, *, run_id: str = "adhoc", runtime: str | None = None, first_shell: str | None = None
+    ) -> SandboxConfig:
+        extra = {} if first_shell is None else {"first_shell": first_shell}
         return SandboxConfig(
+            **extra,
             image=self.image,
             cpus=self.cpus,
             memory_mb=self.memory_mb,

@@ -290,7 +290,7 @@ class ProtectedVerifier:
                 image=cfg.image, cpus=cfg.cpus, memory_mb=cfg.memory_mb,
                 pids_limit=cfg.pids_limit, network=False, workdir=cfg.workdir,
                 env=dict(cfg.env), runtime=cfg.runtime, run_id=cfg.run_id,
-                task=f"{cfg.task}-verify",
+                task=f"{cfg.task}-verify", first_shell="exec",
             ),
             client=agent_box.client,
         )
