@@ -28,8 +28,9 @@ _ANSI_RE = re.compile(
     """,
     re.VERBOSE,
 )
-# Control characters a model gains nothing from. Tab and newline are kept; CR and BS are applied.
-_CTRL_RE = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f]")
+# Control characters a model gains nothing from (C0, DEL and C1). Tab and newline are kept; CR and
+# BS are applied.
+_CTRL_RE = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def strip_ansi(text: str) -> str:

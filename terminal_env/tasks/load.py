@@ -150,6 +150,8 @@ def _read_toml(file: Path, problems: Problems) -> dict[str, Any] | None:
         problems.error(file, "", f"invalid TOML: {exc}; fix the syntax there")
     except UnicodeDecodeError as exc:
         problems.error(file, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        problems.error(file, "", "invalid TOML: arrays or inline tables nested too deeply")
     return None
 
 

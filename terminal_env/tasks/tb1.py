@@ -90,6 +90,10 @@ def _load_yaml(file: Path, problems: Problems) -> Any:
         problems.error(file, "", f"invalid YAML{where}: {reason}; fix the syntax there")
     except UnicodeDecodeError as exc:
         problems.error(file, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except ValueError as exc:  # a value PyYAML parses but cannot build, e.g. date 2001-13-01
+        problems.error(file, "", f"invalid YAML value: {exc}; fix or quote it")
+    except RecursionError:  # PyYAML's composer recurses into nested collections
+        problems.error(file, "", "invalid YAML: collections nested too deeply")
     return None
 
 
@@ -146,7 +150,7 @@ def _compose(path: Path, problems: Problems) -> dict[str, Any]:
         problems.error(file, "services", "expected one service (Terminal-Bench's `client`)")
         return result
     if len(services) > 1:
-        problems.error(file, "services", f"{len(services)} services ({', '.join(services)}): "
+        problems.error(file, "services", f"{len(services)} services ({', '.join(map(str, services))}): "
                        "multi-container tasks are not supported here; keep only the client")
         return result
     name, svc = next(iter(services.items()))
@@ -164,6 +168,10 @@ def _compose(path: Path, problems: Problems) -> dict[str, Any]:
     environment = svc.get("environment") or {}
     if isinstance(environment, list):
         environment = dict(str(e).partition("=")[::2] for e in environment)
+    elif not isinstance(environment, dict):
+        problems.error(file, f"services.{name}.environment",
+                       f"expected a mapping or a list of KEY=VALUE, got {environment!r}")
+        environment = {}
     for key, value in dict(environment).items():
         value = re.sub(r"\$\{(\w+)\}", lambda m: TB1_COMPOSE_VARS.get(m.group(1), m.group(0)),
                        "" if value is None else str(value))
@@ -179,9 +187,12 @@ def _compose(path: Path, problems: Problems) -> dict[str, Any]:
 
 def read_tb1(path: Path, problems: Problems) -> Task | None:
     f = path / "task.yaml"
+    reported = len(problems.items)
     data = _load_yaml(f, problems)
     config: TB1TaskYaml | None = None
-    if data is not None and not isinstance(data, dict):
+    if data is None and len(problems.items) == reported:  # an empty file (or a bare `null`)
+        problems.error(f, "", "empty: expected a mapping of fields (instruction, difficulty, ...)")
+    elif data is not None and not isinstance(data, dict):
         problems.error(f, "", "expected a mapping of fields (instruction, difficulty, ...)")
     elif data is not None:
         def unknown(field: str, key: str, known: list[str]) -> None:
