@@ -34,6 +34,7 @@ from .keys import encode_keys
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
+from .verify.result import disk_budget_result
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +238,17 @@ class TerminalEnv(gym.Env[str, str]):
             elif self._time_left() <= 0:
                 truncated = True
                 text = _append_line(text, f"[terminal-env] time budget of {self.config.time_limit:g} s used up.")
+        disk = self.sandbox.disk if self.sandbox is not None else None
+        if disk is not None and (terminated or truncated or disk.tripped):
+            if not disk.tripped:
+                disk.check(force=True)  # the episode ends: measure now, not up to 0.5 s ago
+            if disk.tripped:
+                # The agent's doing: the episode ends as its failure (never masked).
+                truncated = not terminated
+                text = _append_line(text, f"[terminal-env] {disk.message()}; the episode is over.")
         info = self._info(out, act)
+        if disk is not None and disk.tripped:
+            info["disk_exceeded"] = True
         reward = 0.0
         if terminated or truncated:
             self._done = True
@@ -401,10 +412,19 @@ class TerminalEnv(gym.Env[str, str]):
         return info
 
     def _verify(self) -> tuple[float, Any]:
+        if self.sandbox is not None and self.sandbox.disk is not None:
+            self.sandbox.disk.stop()  # what the verifier writes is not the agent's
         if self.verifier is None or self.sandbox is None:
             return 0.0, None
-        with engine_errors():
-            result = self.verifier(self.sandbox, self.task)
+        if self.sandbox.disk_exceeded:
+            assert self.sandbox.disk is not None
+            result = disk_budget_result(self.sandbox.disk.message())
+            digest = getattr(getattr(self.verifier, "task", None), "tests_digest", None)
+            if isinstance(digest, str):
+                result = result.model_copy(update={"tests_digest": digest})
+        else:
+            with engine_errors():
+                result = self.verifier(self.sandbox, self.task)
         if self.reward_fn is not None:
             return float(self.reward_fn(result)), result
         return float(getattr(result, "reward", 0.0) or 0.0), result

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import cleanup
 from ._dockerio import AttachSocket, ExecSocket
+from .disk import DiskGuard
 from .engine import get_client
 from .errors import ConfigError, EngineUnavailableError, ImageNotFoundError, SandboxError, SandboxGoneError
 from .output import OutputBuffer
@@ -100,6 +101,15 @@ class SandboxConfig(BaseModel):
     cpus: float = Field(1.0, gt=0, le=256, description="CPU share (docker --cpus).")
     memory_mb: int = Field(2048, ge=16, description="Memory limit; no swap beyond it (OOM kill).")
     pids_limit: int = Field(1024, ge=16, description="Maximum number of processes.")
+    storage_mb: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "Disk budget of the container's writable layer, MB (None: unlimited). Enforced by a "
+            "watcher (terminal_env.disk), not an engine quota: over it, the sandbox's processes "
+            "are killed and the episode ends as the agent's failure."
+        ),
+    )
     network: bool = Field(False, description="Give the container a network (default: only lo).")
     workdir: str | None = Field(None, description="Working directory; default: the image's.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
@@ -175,6 +185,8 @@ class Sandbox:
         self.timing = _Timing()
         self._removed = False
         self._first_shell: FirstShell | None = None
+        #: the disk budget's watcher (terminal_env.disk.DiskGuard), when storage_mb is set
+        self.disk: DiskGuard | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Sandbox":
@@ -281,7 +293,14 @@ class Sandbox:
             ) from None
         self.timing.create = t1 - t0
         self.timing.start = time.perf_counter() - t1
+        if cfg.storage_mb:
+            self.disk = DiskGuard(self, cfg.storage_mb).start()
         return self
+
+    @property
+    def disk_exceeded(self) -> bool:
+        """The agent's writes went over ``storage_mb`` (its processes were killed then)."""
+        return self.disk is not None and self.disk.tripped
 
     def take_first_shell(self) -> FirstShell | None:
         """The container's own first shell (``attach`` mode), once; None if there is none left."""
@@ -330,6 +349,8 @@ class Sandbox:
         if self.container is None or self._removed:
             return
         self._removed = True
+        if self.disk is not None:
+            self.disk.stop()
         cleanup.unregister(self)
         first = self.take_first_shell()
         if first is not None:

@@ -320,6 +320,7 @@ class ShellSession:
         t0 = time.monotonic()
         buf = self._new_buffer()
         notes: list[str] = []
+        trips = self._disk_trips()
         try:
             if self._needs_repair:
                 self._repair()
@@ -330,8 +331,10 @@ class ShellSession:
             if m is None:
                 m = self._escalate(buf, notes, timeout, capped=capped)
         except _ShellDied:
-            return self._after_death(buf, notes, t0)
-        return self._result(buf, m, t0, notes, timed_out=timed_out, echo_of=command)
+            return self._check_disk(self._after_death(buf, notes, t0), trips)
+        return self._check_disk(
+            self._result(buf, m, t0, notes, timed_out=timed_out, echo_of=command), trips
+        )
 
     def send_keys(self, keys: bytes, *, wait: float = 1.0, quiet: float = 0.15) -> StepOutput:
         """Send raw keystrokes; return once output has been quiet for ``quiet`` seconds (or the
@@ -339,6 +342,7 @@ class ShellSession:
         t0 = time.monotonic()
         buf = self._new_buffer()
         notes: list[str] = []
+        trips = self._disk_trips()
         try:
             self._write(keys)
             # Returns after `quiet` seconds without output; while output flows it keeps reading.
@@ -352,11 +356,11 @@ class ShellSession:
                 cap=self.config.output_cap_bytes,
             )
         except _ShellDied:
-            return self._after_death(buf, notes, t0)
+            return self._check_disk(self._after_death(buf, notes, t0), trips)
         if m is None:
             self._flush_pending(buf)
             self.busy = True
-        return self._result(buf, m, t0, notes)
+        return self._check_disk(self._result(buf, m, t0, notes), trips)
 
     def interrupt(self) -> StepOutput:
         """Ctrl-C, then the same escalation as a timed-out command."""
@@ -369,6 +373,23 @@ class ShellSession:
         return self._result(buf, m, t0, notes)
 
     # ------------------------------------------------------------------ internals
+    def _disk_trips(self) -> int:
+        guard = getattr(self.sandbox, "disk", None)
+        return guard.trips if guard is not None else 0
+
+    def _check_disk(self, out: StepOutput, trips: int) -> StepOutput:
+        """After an action: check the disk budget (rate-limited; the sandbox's watcher also
+        checks while commands run) and say so if the agent's processes were killed for it."""
+        guard = getattr(self.sandbox, "disk", None)
+        if guard is None:
+            return out
+        guard.check()
+        if guard.trips > trips:
+            out.notes.append(
+                f"{guard.message()}: every process in the sandbox was killed."
+            )
+        return out
+
     def _new_buffer(self) -> OutputBuffer:
         # Raw bytes: keep generously more than the clean text needs (escapes are dropped).
         n = max(4 * self.config.max_output_chars, 16384)
@@ -460,6 +481,9 @@ class ShellSession:
 
     def _after_death(self, buf: OutputBuffer, notes: list[str], t0: float) -> StepOutput:
         self._flush_pending(buf)
+        guard = getattr(self.sandbox, "disk", None)
+        if guard is not None:
+            guard.wait_idle()  # the shell may have died in a disk-budget sweep still running
         self.sandbox.check_alive()  # a dead container is an infrastructure error, not data
         code = self._shell_exit_code()
         if self._death is not None and self._death_code is None and self.shell_pid:

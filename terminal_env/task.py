@@ -31,6 +31,8 @@ class TaskSpec(BaseModel):
     memory_mb: int = Field(2048, ge=16)
     pids_limit: int = Field(1024, ge=16)
     network: bool = False
+    #: disk budget of the sandbox's writable layer, MB (None: unlimited); see terminal_env.disk
+    storage_mb: int | None = Field(None, ge=1)
     #: files written into the sandbox before the episode, {absolute path: content}
     files: dict[str, str] = Field(default_factory=dict)
     #: shell commands run as root before the episode starts (not shown to the agent)
@@ -49,6 +51,7 @@ class TaskSpec(BaseModel):
             cpus=self.cpus,
             memory_mb=self.memory_mb,
             pids_limit=self.pids_limit,
+            storage_mb=self.storage_mb,
             network=self.network,
             workdir=self.workdir,
             env=dict(self.env),

@@ -272,6 +272,8 @@ def parse_size_mb(text: str) -> int:
     if not m:
         raise ValueError(f"expected a size such as '2G' or '512M', got {text!r}")
     number, unit = float(m.group(1)), m.group(2).upper()
+    if not math.isfinite(number * 1024):
+        raise ValueError(f"{text!r} is too large a size")
     return int(number * {"G": 1024, "M": 1, "K": 1 / 1024}[unit])
 
 
@@ -376,8 +378,10 @@ def files_digest(files: dict[str, Path | bytes]) -> str:
             kind, data = b"f", src
         elif src.is_symlink():
             kind, data = b"l", os.readlink(src).encode()
+        elif not stat.S_ISREG(mode := src.stat().st_mode):  # a FIFO would block, a socket raise
+            kind, data = b"s", stat.filemode(mode).encode()
         else:
-            exe = bool(src.stat().st_mode & stat.S_IXUSR)
+            exe = bool(mode & stat.S_IXUSR)
             kind, data = (b"x" if exe else b"f"), src.read_bytes()
         h.update(rel.encode() + b"\0" + kind + b"\0" + str(len(data)).encode() + b"\0" + data)
     return h.hexdigest()
@@ -507,6 +511,7 @@ class Task(BaseModel):
             user=self.agent_user,
             cpus=self.cpus,
             memory_mb=self.memory_mb,
+            storage_mb=self.storage_mb,
             network=self.allow_internet,
             metadata={
                 "split": self.split,

@@ -239,3 +239,13 @@ class VerifierResult(BaseModel):
     def timeout(cls, message: str, **kw: Any) -> "VerifierResult":
         """The verifier did not finish in time; scored as zero."""
         return cls(outcome=Outcome.timeout, progress=0.0, message=message, **kw)
+
+
+def disk_budget_result(message: str) -> VerifierResult:
+    """The verdict of an episode whose agent went over the sandbox's disk budget: ``failed``
+    (the agent's doing, scored as zero, never masked), without running the tests."""
+    return VerifierResult(
+        outcome=Outcome.failed,
+        progress=0.0,
+        message=f"{message}: the agent's processes were killed and the tests were not run",
+    )

@@ -43,7 +43,7 @@ import docker.errors
 from ..errors import InfraError, SandboxError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
 from .parse import parse_results
-from .result import VerifierResult
+from .result import VerifierResult, disk_budget_result
 
 # Trees whose files from the image must not be changed or deleted (additions are allowed there:
 # installing a tool is legitimate work, replacing one is not).
@@ -131,6 +131,15 @@ class ProtectedVerifier:
     def __call__(self, sandbox: Sandbox, spec: Any = None) -> VerifierResult:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
+        guard = getattr(sandbox, "disk", None)
+        if guard is not None:
+            # The agent's last writes count (measured now); the verifier's own do not.
+            guard.check(force=True)
+            guard.stop()
+            if guard.tripped:
+                return disk_budget_result(guard.message()).model_copy(
+                    update={"tests_digest": self.task.tests_digest}
+                )
         try:
             result = self._verify(sandbox, timings)
         except _AgentExhausted as exc:
