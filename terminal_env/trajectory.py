@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .fileio import write_atomic
 from .harness.base import ActionResult
 from .models.base import Completion
 
@@ -141,11 +142,7 @@ class Trajectory(BaseModel):
     # -- files -----------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (a reader never sees half a file; a kill never leaves one)."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(self.model_dump_json(by_alias=True, indent=1))
-        os.replace(tmp, path)
-        return path
+        return write_atomic(path, self.model_dump_json(by_alias=True, indent=1))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Trajectory":

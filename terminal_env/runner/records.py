@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from ..fileio import write_atomic
 
 RUN_SCHEMA = "terminal-env/run"
 RUN_VERSION = 1
@@ -71,9 +71,7 @@ def trial_dir(run_dir: Path, task: str, attempt: int) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=1, default=str))
 
 
 def read_trial_result(path: Path) -> TrialResult:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 import traceback
@@ -26,6 +25,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from ..fileio import write_atomic
 from .config import RunConfig, resolve_tasks
 from .records import (
     RUN_SCHEMA, RUN_VERSION, TrialResult, load_results, read_trial_result, trial_dir, write_json_atomic,
@@ -286,9 +286,7 @@ class Runner:
         for name, data in files.items():
             if "/" in name or name.startswith(".") or name == "result.json":
                 continue  # only plain trial files; result.json is the driver's to write
-            tmp = tdir / f".{name}.{os.getpid()}.tmp"
-            tmp.write_bytes(data)
-            os.replace(tmp, tdir / name)
+            write_atomic(tdir / name, data)
         traj = None
         if reply["failure"] is None:
             traj = Trajectory.model_validate_json(files["trajectory.json"])
