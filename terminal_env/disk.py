@@ -3,8 +3,8 @@
 Docker's ``--storage-opt size=`` needs overlay2 on xfs with ``pquota``; on ext4 the engine
 refuses it. So the budget (``SandboxConfig.storage_mb``, from the task's ``storage_mb``) is
 enforced by watching instead: :class:`DiskGuard` measures the container's writable layer and,
-when it is over the budget, stops and kills every process of the container except its PID 1 and
-keeper (the same sweep the verifier uses). The agent's shell dies with them, so a command that
+when it is over the budget, stops and kills every process of the container except its PID 1,
+the keeper (the same sweep the verifier uses). The agent's shell dies with them, so a command that
 is still writing (``dd if=/dev/zero of=/big``) ends at once and the session returns.
 
 Measuring: the writable layer is the overlay2 ``UpperDir``. Read from the host it is walked with
@@ -190,17 +190,17 @@ class DiskGuard:
             return self.tripped
 
     def _kill_processes(self) -> None:
-        """Stop then kill everything but PID 1 and its keeper: from the host when possible
-        (no exec, immediate), else with the verifier's sweep run inside the container."""
-        from .verify.runner import _SWEEP, _host_sweep
+        """Stop then kill everything but PID 1 (the keeper): from the host when possible (no
+        exec, immediate), else with the verifier's built-in-only sweep inside the container."""
+        from .verify.freeze import host_sweep, sweep_inside
 
         try:
-            if _host_sweep(self.sandbox):
+            if host_sweep(self.sandbox):
                 return
         except OSError:
             pass
         try:
-            self.sandbox.exec(["sh", "-c", _SWEEP], user="root", timeout=60)
+            sweep_inside(self.sandbox)
         except Exception as exc:  # the container may be going away under us
             log.warning("could not stop the processes of %s: %s", self.sandbox.name, exc)
 

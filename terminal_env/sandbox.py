@@ -1,7 +1,7 @@
 """One Docker container per episode: limits, labels, no network by default, exec, files, cleanup.
 
-The sandbox layer knows nothing about terminals or tasks. It starts a container that idles
-(``sleep infinity`` under an init process), runs stateless commands in it with the timeout
+The sandbox layer knows nothing about terminals or tasks. It starts a container whose PID 1 is a
+small bash keeper that idles, reaps orphans and cannot be killed from inside (see ``KEEPER``), runs stateless commands in it with the timeout
 enforced *inside* the container, copies files in and out, and removes the container however the
 owning process ends (context manager, ``atexit``, SIGTERM/SIGHUP, and ``terminal-env gc`` for the
 cases no handler survives, such as SIGKILL).
@@ -40,18 +40,33 @@ LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
 FIRST_SHELL_ENV = "TERMINAL_ENV_FIRST_SHELL"
 FirstShellMode = Literal["auto", "exec", "attach"]
 
-# The main process of a container in ``attach`` mode (POSIX sh, run by the engine's init). It
-# stays the lowest-pid child of PID 1 for the whole episode (``exec`` keeps its pid), so the
-# verifier's sweep spares it as the keeper. It runs the first shell in the foreground on the
+# PID 1 of every sandbox is a keeper written in bash (the session needs bash anyway), run
+# directly (no init process in between). As the init of the container's pid namespace the kernel
+# drops every signal sent to it from inside that it has no handler for, SIGKILL and SIGSTOP
+# included, so not even a root agent can kill it and stop the container (`kill -9 -1` spares it).
+# Every catchable signal gets the harmless handler `:` (bash would otherwise die of some of
+# them; a handler, unlike an ignore, is reset by `exec`, so the shells it starts get the default
+# dispositions). It idles on a pipe it holds both ends of (`read -t` never sees data or EOF) and
+# wakes every second to reap orphans that were reparented to it (`wait`). After it started it
+# never forks or runs a program again, so replacing /usr/bin/sleep or any other tool cannot put
+# the agent's code into the process the verifier spares.
+_KEEPER_SIGNALS = (
+    "HUP INT QUIT ILL TRAP ABRT BUS FPE USR1 SEGV USR2 PIPE ALRM TERM STKFLT TSTP TTIN TTOU "
+    "XCPU XFSZ VTALRM PROF WINCH IO PWR SYS"
+)
+_KEEPER_PIPE = "exec 9<> <(:)"  # made at start, before the agent could exhaust the pids
+_KEEPER_IDLE = "while :; do read -r -t 1 -u 9 _; wait; done"
+KEEPER = f"trap : {_KEEPER_SIGNALS}; {_KEEPER_PIPE}; {_KEEPER_IDLE}"
+
+# In ``attach`` mode the keeper first runs the agent's first shell in the foreground on the
 # container's TTY; when that shell exits it prints a marker (token, exit code) that the session
-# reads as "the shell died", then idles forever so the container outlives its first shell.
-# The traps: sh re-raises a SIGINT that killed its foreground child (an agent's `exec sleep 100`
-# interrupted by Ctrl-C would take the container down), so INT and QUIT get a harmless handler,
-# which `exec` resets to the default for bash; the idle keeper ignores them.
+# reads as "the shell died", then idles like any keeper. Waiting for its foreground child, bash
+# reaps every child, adopted orphans included.
 _FIRST_SHELL_WRAPPER = (
-    "trap : INT QUIT; TERM=xterm-256color PAGER=cat GIT_PAGER=cat LANG=C.UTF-8 "
-    "bash --noprofile --norc --noediting -i; "
-    "printf '\\036TX%s:%d\\037\\n' {token} $?; trap '' INT QUIT; exec sleep infinity"
+    f"trap : {_KEEPER_SIGNALS}; {_KEEPER_PIPE}; "
+    "TERM=xterm-256color PAGER=cat GIT_PAGER=cat LANG=C.UTF-8 bash --noprofile --norc --noediting -i 9<&-; "
+    "printf '\\036TX%s:%d\\037\\n' {token} $?; "
+    f"{_KEEPER_IDLE}"
 )
 
 
@@ -69,9 +84,8 @@ def _runs_as_root(user: str | None) -> bool:
 
 def use_attach(mode: str, user: str | None) -> bool:
     """Whether the first shell is the container's main process. ``auto`` picks it for root
-    sandboxes only: with a non-root agent, the keeper would run as the agent (which could then
-    kill the container to get an episode masked), and a user made by a setup command would not
-    exist yet when the engine starts the container. Those keep the ``exec`` shell.
+    sandboxes only: a user made by a setup command would not exist yet when the engine starts
+    the container, and the keeper would run as that user. Those keep the ``exec`` shell.
 
     >>> use_attach("auto", None), use_attach("auto", "nobody"), use_attach("attach", "nobody")
     (True, False, True)
@@ -209,7 +223,6 @@ class Sandbox:
             **cfg.labels,
         }
         host: dict[str, Any] = dict(
-            init=True,
             nano_cpus=int(cfg.cpus * 1e9),
             mem_limit=f"{cfg.memory_mb}m",
             memswap_limit=f"{cfg.memory_mb}m",
@@ -222,7 +235,7 @@ class Sandbox:
             host["runtime"] = cfg.runtime
         create: dict[str, Any] = dict(
             image=cfg.image,
-            entrypoint=["sleep", "infinity"],
+            entrypoint=["bash", "-c", KEEPER],
             command=[],
             name=self.name,
             hostname=cfg.hostname,
@@ -240,7 +253,7 @@ class Sandbox:
             # as the agent's user (as the exec'd shell would). The log driver keeps nothing: the
             # terminal's output is read through the attach stream only.
             create.update(
-                entrypoint=["/bin/sh", "-c", _FIRST_SHELL_WRAPPER.format(token=token)],
+                entrypoint=["bash", "-c", _FIRST_SHELL_WRAPPER.replace("{token}", token)],
                 tty=True,
                 stdin_open=True,
             )

@@ -30,7 +30,34 @@ def test_container_has_labels_and_limits(sandbox, client):
     assert host["MemorySwap"] == host["Memory"]  # no swap beyond the limit
     assert host["PidsLimit"] == 1024
     assert host["NetworkMode"] == "none"
-    assert host["Init"] is True
+    assert not host.get("Init")  # PID 1 is the keeper itself: the kernel protects it
+    assert attrs["Config"]["Entrypoint"][:2] == ["bash", "-c"]
+
+
+@pytest.mark.parametrize("first_shell", ["exec", "attach"])
+def test_root_cannot_kill_the_keeper(client, base_image, first_shell):
+    """PID 1 survives every signal a root agent can send from inside; orphans are reaped; and
+    after the agent killed everything, the keeper still runs no program the agent wrote."""
+    cfg = SandboxConfig(image=base_image, first_shell=first_shell)
+    with Sandbox(cfg, client=client) as sb:
+        sb.exec(
+            "printf '#!/bin/sh\\ntouch /tmp/trojan-ran\\n' > /usr/local/bin/sleep; chmod +x /usr/local/bin/sleep;"
+            "cp /usr/local/bin/sleep /usr/local/bin/true"
+        )
+        res = sb.exec(
+            "for s in $(seq 1 31) 34; do kill -$s 1; done 2>/dev/null; kill -9 -1; kill -STOP 1; kill -KILL 1; "
+            "echo sent", user="root"
+        )
+        assert res.exit_code in (0, 137), res.output  # kill -9 -1 may take this shell too
+        for _ in range(3):  # orphans of a shell that exited: reparented to PID 1
+            sb.exec("(/bin/sleep 0.1 &) ; (/bin/sleep 0.1 &)")
+        time.sleep(1.5)
+        assert sb.status() == "running"
+        ps = sb.exec("ps -eo pid=,stat=,comm=").stdout.decode()
+        rows = [r.split() for r in ps.splitlines()]
+        assert rows[0][0] == "1" and rows[0][2] == "bash" and rows[0][1][0] == "S", ps
+        assert not [r for r in rows if r[1].startswith("Z")], ps  # nothing left unreaped
+        assert sb.exec("test -e /tmp/trojan-ran").exit_code == 1
 
 
 def test_no_network_only_loopback(sandbox):

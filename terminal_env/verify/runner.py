@@ -2,8 +2,9 @@
 
 The order of the steps is the protection:
 
-1. **Freeze.** Every process in the sandbox except PID 1 and its keeper is stopped, then killed
-   (SIGSTOP first, so a fork bomb cannot outrun the sweep; repeated until nothing is left). A
+1. **Freeze.** Every process in the sandbox except PID 1 (the keeper) is stopped, then killed
+   (SIGSTOP first, so a fork bomb cannot outrun the sweep; repeated until nothing is left), from
+   the host when the engine is local, so that nothing the agent wrote runs (:mod:`.freeze`). A
    background job that would rewrite results after submit is gone before the tests exist.
 2. **Tamper check.** The container is diffed against its image (``docker diff``). Files of the
    image that were changed or deleted under protected trees (interpreters, shells, libraries,
@@ -31,9 +32,7 @@ failure of the engine or the sandbox becomes ``infra_error``: never scored as th
 from __future__ import annotations
 
 import io
-import os
 import posixpath
-import signal
 import tarfile
 import time
 from typing import Any, Iterable
@@ -42,6 +41,7 @@ import docker.errors
 
 from ..errors import InfraError, SandboxError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
+from .freeze import host_sweep, host_sweep_possible, sweep_inside
 from .parse import parse_results
 from .result import VerifierResult, disk_budget_result
 
@@ -61,34 +61,6 @@ SHADOW_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
 # Config files pytest reads from the rootdir and its ancestors: at "/" they steer every run.
 ROOT_CONFIGS = {"/conftest.py", "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml"}
 RESULT_FILES_LIMIT = 10 * 1024 * 1024
-
-# Run as root in the sandbox: stop then kill everything but PID 1, its keeper (the lowest-pid
-# child of PID 1, started with the container), this shell and its parent (the in-container
-# `timeout` that wraps every exec). SIGSTOP first so that nothing can
-# fork while the sweep runs; repeated until a round finds no process left.
-_SWEEP = r"""
-self=$$
-parent=$PPID
-keep=$(tr ' ' '\n' < /proc/1/task/1/children 2>/dev/null | grep -E '^[0-9]+$' | sort -n | head -n 1)
-round=0
-while [ $round -lt 20 ]; do
-  round=$((round + 1)); found=0
-  for sig in STOP KILL; do
-    for d in /proc/[0-9]*; do
-      p=${d#/proc/}
-      case "$p" in 1|"$keep"|"$self"|"$parent") continue ;; esac
-      state=$(cut -d')' -f2 "$d/stat" 2>/dev/null | cut -c2)
-      [ "$state" = Z ] && continue
-      [ -n "$state" ] || continue
-      kill -"$sig" "$p" 2>/dev/null && found=1
-    done
-  done
-  [ $found = 0 ] && exit 0
-  sleep 0.05
-done
-echo "processes still alive after 20 sweeps" >&2
-exit 3
-"""
 
 _SAFE_ENV = {
     "PYTHONNOUSERSITE": "1",
@@ -172,27 +144,19 @@ class ProtectedVerifier:
         return self._run_tests(sandbox, timings)
 
     def _sweep(self, sandbox: Sandbox) -> None:
-        try:
-            res = sandbox.exec(["sh", "-c", _SWEEP], user="root", timeout=60)
-            if res.exit_code == 0:
-                return
-            detail = res.output[-500:]
-        except SandboxError as exc:
-            sandbox.check_alive()
-            detail = str(exc)
-        # The sweep could not run inside: typically a fork bomb filled the process table, so
-        # not even `sh` can start. Kill from the host instead, where the engine is local.
-        if _host_sweep(sandbox):
-            # Killed processes leave the process table only once PID 1 has reaped them.
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    if sandbox.exec(["true"], user="root", timeout=10).exit_code == 0:
-                        return
-                except SandboxError:
-                    pass
-                time.sleep(0.1)
-            detail = "the sandbox stayed unable to start a process after its processes were killed"
+        """Stop every process but the keeper (see :mod:`.freeze`): from the host when the engine
+        is local, else with the built-in-only sweep inside."""
+        if host_sweep(sandbox):
+            return
+        detail = "the processes could not be listed from the host"
+        if not host_sweep_possible():
+            try:
+                ok, detail = sweep_inside(sandbox)
+                if ok:
+                    return
+            except SandboxError as exc:
+                sandbox.check_alive()
+                detail = str(exc)
         if _pids_exhausted(sandbox):
             raise _AgentExhausted(
                 "the agent filled the sandbox's process table (a fork bomb?), so it could not be "
@@ -328,74 +292,6 @@ class ProtectedVerifier:
 # ---------------------------------------------------------------------- helpers
 class _AgentExhausted(Exception):
     """The agent made its own sandbox unverifiable (not an infrastructure failure)."""
-
-
-def _host_sweep(sandbox: Sandbox, rounds: int = 50) -> bool:
-    """Stop and kill the container's processes from the host (root, local engine only), sparing
-    its PID 1 and keeper. Returns whether the container was left with just those two."""
-    host = os.environ.get("DOCKER_HOST", "")
-    if os.geteuid() != 0 or (host and not host.startswith("unix://")):
-        return False
-    for _ in range(rounds):
-        pids = _cgroup_pids(sandbox.id)
-        if pids is None:
-            try:
-                top = sandbox.client.api.top(sandbox.id, ps_args="-o pid")
-            except docker.errors.APIError:
-                return False
-            pids = [int(r[0]) for r in top.get("Processes") or [] if r and r[0].isdigit()]
-        ns = {pid: _ns_info(pid) for pid in pids}
-        init = [p for p, (nspid, _) in ns.items() if nspid == 1]
-        if not init:
-            return False
-        children = sorted((nspid, p) for p, (nspid, ppid) in ns.items() if ppid == init[0])
-        spare = {init[0], children[0][1]} if children else {init[0]}
-        victims = [p for p in pids if p not in spare]
-        if not victims:
-            return True
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in victims:
-                try:
-                    os.kill(pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        time.sleep(0.05)
-    return False
-
-
-def _cgroup_pids(container_id: str) -> list[int] | None:
-    """Host pids of every process in the container's cgroup (None if not readable here).
-
-    Read from the cgroup itself: under a fork bomb `docker top` was seen listing 2 processes of
-    the 1016 that the cgroup held."""
-    candidates = (
-        f"/sys/fs/cgroup/pids/docker/{container_id}/cgroup.procs",  # v1, cgroupfs driver
-        f"/sys/fs/cgroup/pids/system.slice/docker-{container_id}.scope/cgroup.procs",  # v1, systemd
-        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cgroup.procs",  # v2, systemd
-        f"/sys/fs/cgroup/docker/{container_id}/cgroup.procs",  # v2, cgroupfs
-    )
-    for path in candidates:
-        try:
-            with open(path) as fh:
-                return [int(x) for x in fh.read().split()]
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def _ns_info(host_pid: int) -> tuple[int | None, int | None]:
-    """(pid inside the container, host pid of the parent) from /proc/PID/status."""
-    nspid = ppid = None
-    try:
-        with open(f"/proc/{host_pid}/status") as fh:
-            for line in fh:
-                if line.startswith("NSpid:"):
-                    nspid = int(line.split()[-1])
-                elif line.startswith("PPid:"):
-                    ppid = int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return nspid, ppid
 
 
 def _pids_exhausted(sandbox: Sandbox) -> bool:

@@ -1,0 +1,133 @@
+"""Stopping every process of a sandbox but its keeper, without running anything the agent wrote.
+
+Used by the verifier before and after the tests, and by the disk guard over budget. Two ways, in
+this order:
+
+1. **From the host** (this process is root and the engine is local): the container's processes
+   are read from its cgroup and signalled with ``os.kill``. Nothing runs inside the container, so
+   a trojaned tool cannot take part.
+2. **Inside the container**, when the host way is not available (a remote engine, not root):
+   ``/bin/sh`` (an image file under a protected tree: any change to it is caught by the tamper
+   check that follows) runs a script of shell built-ins only (no PATH lookups, no ``timeout``
+   wrapper), so a program the agent added in ``/usr/local/bin`` is never started.
+
+Either way SIGSTOP comes before SIGKILL (a fork bomb cannot outrun the sweep) and rounds repeat
+until one finds no live process but PID 1, the keeper (see :data:`terminal_env.sandbox.KEEPER`),
+which cannot be killed from inside and never runs another program. Zombies are skipped: they run
+nothing, and the keeper reaps them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import docker.errors
+
+from ..sandbox import Sandbox
+
+# POSIX sh, built-ins only (dash: read, kill, case, [, echo); no external program is started.
+SWEEP_SCRIPT = r"""
+self=$$
+round=0
+while [ $round -lt 200 ]; do
+  round=$((round + 1)); found=0
+  for sig in STOP KILL; do
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      case "$p" in 1|"$self") continue ;; esac
+      line=
+      read -r line 2>/dev/null < "$d/stat"
+      [ -n "$line" ] || continue
+      state=${line##*) }; state=${state%% *}
+      [ "$state" = Z ] && continue
+      kill -"$sig" "$p" 2>/dev/null && found=1
+    done
+  done
+  [ $found = 0 ] && exit 0
+done
+echo "processes still alive after 200 sweeps" >&2
+exit 3
+"""
+
+
+def host_sweep_possible() -> bool:
+    host = os.environ.get("DOCKER_HOST", "")
+    return os.geteuid() == 0 and (not host or host.startswith("unix://"))
+
+
+def host_sweep(sandbox: Sandbox, rounds: int = 100) -> bool:
+    """Stop and kill the container's processes from the host, sparing its PID 1. Returns
+    whether a round found nothing left to kill (False also when this is not possible here)."""
+    if not host_sweep_possible():
+        return False
+    for _ in range(rounds):
+        pids = cgroup_pids(sandbox.id)
+        if pids is None:
+            try:
+                top = sandbox.client.api.top(sandbox.id, ps_args="-o pid")
+            except docker.errors.APIError:
+                return False
+            pids = [int(r[0]) for r in top.get("Processes") or [] if r and r[0].isdigit()]
+        victims = []
+        init_seen = False
+        for pid in pids:
+            nspid, state = _ns_info(pid)
+            if nspid == 1:
+                init_seen = True
+            elif state not in (None, "Z", "X"):
+                victims.append(pid)
+        if not init_seen:
+            return False
+        if not victims:
+            return True
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in victims:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        time.sleep(0.02)
+    return False
+
+
+def sweep_inside(sandbox: Sandbox) -> tuple[bool, str]:
+    """The built-in-only sweep run by the image's ``/bin/sh``: (success, detail)."""
+    res = sandbox.exec(["/bin/sh", "-c", SWEEP_SCRIPT], user="root", timeout=None)
+    return res.exit_code == 0, res.output[-500:]
+
+
+def cgroup_pids(container_id: str) -> list[int] | None:
+    """Host pids of every process in the container's cgroup (None if not readable here).
+
+    Read from the cgroup itself: under a fork bomb `docker top` was seen listing 2 processes of
+    the 1016 that the cgroup held."""
+    candidates = (
+        f"/sys/fs/cgroup/pids/docker/{container_id}/cgroup.procs",  # v1, cgroupfs driver
+        f"/sys/fs/cgroup/pids/system.slice/docker-{container_id}.scope/cgroup.procs",  # v1, systemd
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cgroup.procs",  # v2, systemd
+        f"/sys/fs/cgroup/docker/{container_id}/cgroup.procs",  # v2, cgroupfs
+    )
+    for path in candidates:
+        try:
+            with open(path) as fh:
+                return [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _ns_info(host_pid: int) -> tuple[int | None, str | None]:
+    """(pid inside the container, state letter) from /proc/PID/status; (None, None) if gone."""
+    nspid = state = None
+    try:
+        with open(f"/proc/{host_pid}/status") as fh:
+            for line in fh:
+                if line.startswith("State:"):
+                    state = line.split()[1]
+                elif line.startswith("NSpid:"):
+                    nspid = int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return nspid, state
