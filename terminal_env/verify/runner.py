@@ -10,8 +10,12 @@ The order of the steps is the protection:
    image that were changed or deleted under protected trees (interpreters, shells, libraries,
    the test framework), new modules that would shadow pytest or run at interpreter start-up
    (``sitecustomize``, ``.pth`` with code, a ``conftest.py`` at ``/``), anything under
-   ``/tests`` or ``/logs/verifier``, and any change under the task's own protected paths make
-   the outcome ``tampered``, with reward 0 and the paths named.
+   ``/tests`` or ``/logs/verifier``, any change to the loader's configuration
+   (``/etc/ld.so.preload``), a program or library added under the name of one found elsewhere
+   on its search path (a ``timeout`` or ``python3`` in ``/usr/local/bin``), and any change under
+   the task's own protected paths make the outcome ``tampered``, with reward 0 and the paths
+   named. Nothing runs in the container for this: the engine is asked (``docker diff``, file
+   stats and reads through the archive API).
 3. **Fresh tests.** Stale ``/tests`` and ``/logs/verifier`` are removed; the task's tests are
    copied in, owned by root. The digest of the tests on disk must equal the one recorded when
    the task was loaded (a changed verifier is detected, not silently used).
@@ -31,7 +35,9 @@ failure of the engine or the sandbox becomes ``infra_error``: never scored as th
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import posixpath
 import tarfile
 import time
@@ -51,6 +57,18 @@ PROTECTED_TREES = (
     "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/lib", "/lib", "/lib64",
     "/usr/local/bin", "/usr/local/lib", "/etc/ld.so.preload", "/etc/bash.bashrc",
     "/etc/profile", "/etc/environment",
+)
+# The dynamic loader's own configuration: any change at all counts (a preloaded library runs in
+# every process of the verification).
+LOADER_CONFIG = ("/etc/ld.so.preload", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+# Where programs and shared libraries are looked up. A file added in one of these directories
+# under the name of one that exists in another is flagged: it would run in place of the real one
+# (a `timeout` or `python3` in /usr/local/bin ahead of /usr/bin, a libc in /usr/local/lib).
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+LIBRARY_DIRS = (
+    "/usr/local/lib", "/usr/local/lib64", "/lib", "/usr/lib", "/lib64", "/usr/lib64",
+    *(f"{root}/{arch}-linux-gnu" for arch in ("x86_64", "aarch64", "i386", "arm")
+      for root in ("/usr/local/lib", "/lib", "/usr/lib")),
 )
 # Trees where any change at all counts: they belong to the verifier.
 VERIFIER_TREES = ("/tests", "/logs/verifier")
@@ -170,10 +188,13 @@ class ProtectedVerifier:
         flagged: list[str] = []
         maybe_files: list[str] = []
         pth_files: list[str] = []
+        added: list[str] = []
         for change in changes:
             path, kind = change["Path"], change["Kind"]  # 0 changed, 1 added, 2 deleted
             base = posixpath.basename(path)
-            if _under(path, VERIFIER_TREES) or _under(path, self.protected):
+            if kind == 1:
+                added.append(path)
+            if _under(path, VERIFIER_TREES) or _under(path, self.protected) or _under(path, LOADER_CONFIG):
                 flagged.append(path)
             elif path in ROOT_CONFIGS and kind != 2:
                 flagged.append(path)
@@ -195,17 +216,16 @@ class ProtectedVerifier:
                     flagged.append(path)
                 elif kind == 0:
                     maybe_files.append(path)  # a changed directory is fine, a changed file is not
-        if maybe_files or pth_files:
-            # One exec: which of the changed paths are files, and which .pth files carry code.
-            script = (
-                'for p in "$@"; do case "$p" in *.pth) grep -qE "^(import|exec)" "$p" 2>/dev/null'
-                ' && echo "$p" ;; *) [ -d "$p" ] || echo "$p" ;; esac; done'
-            )
-            res = sandbox.exec(["sh", "-c", script, "sh", *maybe_files, *pth_files], user="root", timeout=60)
-            flagged += [
-                p for p in res.stdout.decode("utf-8", "replace").splitlines()
-                if p and posixpath.basename(p) != "distutils-precedence.pth"
-            ]
+        # Everything below asks the engine (no exec: a changed /bin/sh or grep must not be the
+        # one that says whether it was changed).
+        look = _Stat(sandbox)
+        flagged += [p for p in maybe_files if not look.is_dir(p)]
+        for path in pth_files:
+            if posixpath.basename(path) != "distutils-precedence.pth" and _pth_runs_code(look.read(path)):
+                flagged.append(path)
+        path_dirs = set(DEFAULT_PATH.split(":")) | set(LIBRARY_DIRS)
+        if any(posixpath.dirname(p) in path_dirs for p in added):  # the engine reports real paths
+            flagged += _shadowing(look, added, _container_path(sandbox))
         return sorted(set(flagged))
 
     def _run_tests(self, sandbox: Sandbox, timings: dict[str, float]) -> VerifierResult:
@@ -301,6 +321,89 @@ def _pids_exhausted(sandbox: Sandbox) -> bool:
         return False
     current, limit = stats.get("current") or 0, stats.get("limit") or 0
     return bool(limit) and current >= limit - 2
+
+
+class _Stat:
+    """Questions about files in the container, answered by the engine (``HEAD .../archive``)."""
+
+    DIR, LINK = 1 << 31, 1 << 27  # Go's os.FileMode bits in the engine's answer
+
+    def __init__(self, sandbox: Sandbox):
+        self.sandbox = sandbox
+        self._cache: dict[str, dict[str, Any] | None] = {}
+
+    def stat(self, path: str) -> dict[str, Any] | None:
+        if path not in self._cache:
+            api = self.sandbox.client.api
+            res = api.head(api._url("/containers/{0}/archive", self.sandbox.id), params={"path": path})
+            header = res.headers.get("X-Docker-Container-Path-Stat")
+            if res.status_code == 404 or not header:
+                self._cache[path] = None
+            else:
+                api._raise_for_status(res)
+                self._cache[path] = json.loads(base64.b64decode(header))
+        return self._cache[path]
+
+    def is_dir(self, path: str) -> bool:
+        st = self.stat(path)
+        return bool(st and int(st.get("mode", 0)) & self.DIR)
+
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def resolve_dir(self, path: str) -> str:
+        """A directory with a symlink resolved once (usr-merged /bin -> usr/bin)."""
+        st = self.stat(path)
+        if st and int(st.get("mode", 0)) & self.LINK and st.get("linkTarget"):
+            return posixpath.normpath(posixpath.join(posixpath.dirname(path), st["linkTarget"]))
+        return path
+
+    def read(self, path: str, limit: int = 1 << 20) -> bytes:
+        try:
+            stream, _ = self.sandbox.container.get_archive(path)
+            data = b"".join(stream)
+        except docker.errors.NotFound:
+            return b""
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            if member is None or not member.isfile() or member.size > limit:
+                return b""
+            fh = tar.extractfile(member)
+            return fh.read() if fh else b""
+
+
+def _pth_runs_code(data: bytes) -> bool:
+    """Whether ``site`` would execute a line of this ``.pth`` file."""
+    return any(line.startswith((b"import ", b"import\t")) for line in data.splitlines())
+
+
+def _container_path(sandbox: Sandbox) -> str:
+    env = (sandbox.client.api.inspect_container(sandbox.id).get("Config") or {}).get("Env") or []
+    for item in env:
+        if item.startswith("PATH="):
+            return item[5:]
+    return DEFAULT_PATH
+
+
+def _shadowing(look: _Stat, added: list[str], path_var: str) -> list[str]:
+    """Added files that take the name of a program or library found in another search dir."""
+    flagged = []
+    searches = [
+        [d for d in path_var.split(":") if d.startswith("/")],
+        list(LIBRARY_DIRS),
+    ]
+    for kind, dirs in enumerate(searches):
+        real = {d: look.resolve_dir(d) for d in dict.fromkeys(dirs)}
+        for path in added:
+            parent, name = posixpath.split(path)
+            if parent not in real.values() or (kind == 1 and ".so" not in name):
+                continue
+            if look.is_dir(path):
+                continue
+            others = {r for r in real.values() if r != parent}
+            if any(look.exists(posixpath.join(o, name)) for o in sorted(others)):
+                flagged.append(path)
+    return flagged
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
