@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from rich.console import Console
 from rich.markup import escape

@@ -130,6 +130,30 @@ def engine_status() -> dict[str, Any]:
 # ---- the fix-it path ------------------------------------------------------------------------
 
 
+def require_runtimes(client: Any, names: Any) -> None:
+    """Raise :class:`ConfigError` unless every OCI runtime in ``names`` is registered in the
+    engine (None entries are the engine's default and always there)."""
+    wanted = sorted({n for n in names if n})
+    if not wanted:
+        return
+    with engine_errors():
+        have = set(client.info().get("Runtimes") or {})
+    missing = [n for n in wanted if n not in have]
+    if missing:
+        from terminal_env.errors import ConfigError
+
+        hint = (
+            " gVisor: install Debian's `runsc` package, register it in /etc/docker/daemon.json as "
+            '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}, '
+            "restart the engine (SECURITY.md, Stronger options)."
+            if "runsc" in missing else ""
+        )
+        raise ConfigError(
+            f"the Docker engine has no OCI runtime {', '.join(map(repr, missing))} (it has: "
+            f"{', '.join(sorted(have)) or 'none'}). Choose one of those, or register the runtime.{hint}"
+        )
+
+
 def _can_self_install() -> bool:
     """Only where we know the recipe works: root on Debian with apt, targeting the local socket."""
     local = _engine_address() == DEFAULT_SOCKET

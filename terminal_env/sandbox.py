@@ -276,6 +276,10 @@ class Sandbox:
             ) from None
         except docker.errors.APIError as exc:
             text = str(exc.explanation or exc)
+            if cfg.runtime and "runtime" in text.lower():
+                from .engine import require_runtimes
+
+                require_runtimes(self.client, [cfg.runtime])  # a ConfigError naming what to do
             hint = f".{runtime_hint}" if runtime_hint and "runtime" in text.lower() else ""
             raise SandboxError(
                 f"could not create a container from {cfg.image!r}: {text}{hint}"

@@ -31,6 +31,8 @@ class TaskSpec(BaseModel):
     memory_mb: int = Field(2048, ge=16)
     pids_limit: int = Field(1024, ge=16)
     network: bool = False
+    #: OCI runtime of the sandbox ("runsc" for gVisor); None: the engine's default
+    runtime: str | None = None
     #: disk budget of the sandbox's writable layer, MB (None: unlimited); see terminal_env.disk
     storage_mb: int | None = Field(None, ge=1)
     #: files written into the sandbox before the episode, {absolute path: content}
@@ -56,7 +58,7 @@ class TaskSpec(BaseModel):
             workdir=self.workdir,
             env=dict(self.env),
             user=self.user,
-            runtime=runtime,
+            runtime=runtime or self.runtime,
             run_id=run_id,
             task=self.name,
         )

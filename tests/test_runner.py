@@ -6,7 +6,6 @@ a killed run that is resumed, and the exports."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -317,3 +316,22 @@ def test_human_plays_through_stdin(tmp_path, client, base_image):
     assert traj.harness == "generic"  # a human speaks the generic harness
     assert traj.strict_success and traj.termination == "submitted"
     assert "5" in shown.getvalue()
+
+
+def test_a_missing_runtime_stops_the_run_before_it_starts(tmp_path, client, base_image):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "terminal_env.cli", "run", "--tasks", TASK, "--model", "oracle",
+         "--runtime", "no-such-runtime", "--out", str(out), "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "no OCI runtime 'no-such-runtime'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()  # nothing recorded for a run that could not start
+
+
+def test_runc_by_name_runs_and_is_recorded(tmp_path, client, base_image):
+    out = tmp_path / "run"
+    summary = Runner(config(model="oracle", attempts=1, runtime="runc"), out, client=client).run()
+    assert summary["n_trials"] == 1 and summary["mean_at_k"]["value"] == 1.0
+    assert json.loads((out / "run.json").read_text())["config"]["runtime"] == "runc"

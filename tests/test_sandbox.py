@@ -13,7 +13,7 @@ import pytest
 
 from terminal_env import Sandbox, SandboxConfig
 from terminal_env.cleanup import gc
-from terminal_env.errors import ImageNotFoundError, SandboxError, SandboxGoneError
+from terminal_env.errors import ConfigError, ImageNotFoundError, SandboxError, SandboxGoneError
 
 pytestmark = pytest.mark.docker
 
@@ -131,8 +131,23 @@ def test_workdir_that_is_a_file_is_a_clear_error(client, base_image):
 
 
 def test_missing_runtime_is_a_clear_error(client, base_image):
-    with pytest.raises(SandboxError, match="runtime 'no-such-runtime' registered"):
+    # A configuration mistake (not an infrastructure error to retry): names the runtime, the
+    # ones the engine has, and how to add gVisor.
+    if "runsc" not in _runtimes(client):
+        with pytest.raises(ConfigError, match=r"no OCI runtime 'runsc' \(it has: .*runc.*\).*daemon.json"):
+            Sandbox(SandboxConfig(image=base_image, runtime="runsc"), client=client).start()
+    with pytest.raises(ConfigError, match="no OCI runtime 'no-such-runtime'"):
         Sandbox(SandboxConfig(image=base_image, runtime="no-such-runtime"), client=client).start()
+
+
+def _runtimes(client):
+    return set(client.info().get("Runtimes") or {})
+
+
+def test_runc_by_name(client, base_image):
+    with Sandbox(SandboxConfig(image=base_image, runtime="runc"), client=client) as sb:
+        assert client.api.inspect_container(sb.id)["HostConfig"]["Runtime"] == "runc"
+        assert sb.exec("echo ok").stdout == b"ok\n"
 
 
 def test_bad_config_names_the_field():

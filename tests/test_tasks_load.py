@@ -85,6 +85,19 @@ def test_old_size_spellings_are_read(tmp_path):
     assert (task.memory_mb, task.storage_mb) == (2048, 10240)
 
 
+def test_a_task_can_ask_for_a_runtime(tmp_path):
+    d = copy_task("harbor-sum", tmp_path)
+    edit(d / "task.toml", "memory_mb = 1024\n", 'memory_mb = 1024\nruntime = "runsc"\n')
+    task = load_task(d)
+    assert task.runtime == "runsc"
+    assert task.to_spec(image="x").sandbox_config().runtime == "runsc"
+    assert task.to_spec(image="x").sandbox_config(runtime="runc").runtime == "runc"  # the run's wins
+    assert any(w.field == "environment.runtime" for w in task.warnings)
+    edit(d / "task.toml", 'runtime = "runsc"', 'runtime = "run sc; rm -rf /"')
+    p = find(problems_of(d), "task.toml", "environment.runtime")
+    assert "not a runtime name" in p.message
+
+
 def test_defaults_when_tables_are_absent(tmp_path):
     d = copy_task("harbor-sum", tmp_path)
     (d / "task.toml").write_text('version = "1.0"\n')

@@ -48,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             max_turns=args.max_turns, max_steps=args.max_steps, command_timeout=args.command_timeout,
             episode_timeout=args.episode_timeout, verify_timeout=args.verify_timeout, reward=args.reward,
             infra_retries=args.retries, allow_test=args.allow_test, seed=args.seed,
-            progress=not args.quiet,
+            progress=not args.quiet, runtime=args.runtime,
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid run options: {exc}") from None
@@ -161,6 +161,8 @@ def add_run_parsers(sub: Any) -> None:
     r.add_argument("--retries", type=int, default=2, help="retries of a trial after an infrastructure error")
     r.add_argument("--allow-test", action="store_true", help="allow tasks of the protected test split")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--runtime", help="OCI runtime of every sandbox: runsc for gVisor (hardened mode; see "
+                   "SECURITY.md), runc; default: each task's [environment] runtime, else the engine's")
     r.add_argument("--ray-address",
                    help="play the trials on a Ray cluster (HEAD:PORT, or auto): one worker per node, each "
                         "on its host's Docker engine; tasks must exist at the same path on every host")

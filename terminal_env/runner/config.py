@@ -36,6 +36,9 @@ class RunConfig(BaseModel):
     episode_timeout: float | None = Field(None, gt=0, description="Per episode, s (default: the task's).")
     verify_timeout: float | None = Field(None, gt=0, description="Per verification, s (default: the task's).")
     reward: str = "binary"
+    runtime: str | None = Field(
+        None, description="OCI runtime of every sandbox, e.g. 'runsc' (default: each task's, else the engine's)."
+    )
     infra_retries: int = Field(2, ge=0, le=20)
     allow_test: bool = False
     seed: int = 0

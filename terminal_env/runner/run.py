@@ -145,6 +145,11 @@ class Runner:
 
             require_ray()
             probe(self.ray_address)
+        if self.ray_address is None:  # a missing runtime fails before the run directory is made
+            from ..engine import get_client, require_runtimes
+
+            wanted = [self.config.runtime] if self.config.runtime else [getattr(t, "runtime", None) for t in self.tasks]
+            require_runtimes(get_client(), wanted)
         todo = self.prepare()
         if self.ray_address is not None:
             self._ray = self._connect_ray()
@@ -320,6 +325,7 @@ def trial_env(config: RunConfig, task: Any, run_id: str, client: Any, build_lock
         command_timeout=config.command_timeout,
         time_limit=config.episode_timeout or float(task.agent_timeout),
         run_id=run_id,
+        runtime=config.runtime,
     )
     with build_lock:  # one build per task image, even with many workers
         env = TerminalEnv(task, config=cfg, reward=config.reward, client=client)

@@ -13,6 +13,7 @@ features this project does not run) let it load and are kept on ``Task.warnings`
 from __future__ import annotations
 
 import math
+import re
 import os
 import tomllib
 from pathlib import Path
@@ -206,6 +207,17 @@ def _limits(problems: Problems, file: Path, env: Any, prefix: str) -> dict[str, 
     return out
 
 
+def _runtime(problems: Problems, file: Path, runtime: str | None) -> str | None:
+    if runtime is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", runtime):
+        problems.error(file, "environment.runtime",
+                       f"{runtime!r} is not a runtime name; write e.g. runtime = \"runsc\" (gVisor)")
+        return None
+    problems.warning(file, "environment.runtime", "a terminal-env extension that Harbor does not read")
+    return runtime
+
+
 def _network(problems: Problems, file: Path, prefix: str, mode: str | None,
              allow: bool | None) -> bool | None:
     if mode == "allowlist":
@@ -342,6 +354,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         build_timeout=config.environment.build_timeout_sec,
         gpus=config.environment.gpus,
         allow_internet=bool(network),
+        runtime=_runtime(problems, f, config.environment.runtime),
         env=dict(config.environment.env),
         agent_user=None if user is None else str(user),
         workdir=workdir or DEFAULT_WORKDIR,

@@ -134,6 +134,8 @@ class HarborEnvironment(_Closed):
     env: dict[str, str] = Field(default_factory=dict)
     skills_dir: str | None = None
     healthcheck: dict[str, Any] | None = None
+    #: terminal-env's own: the OCI runtime the sandbox must run under ("runsc" for gVisor)
+    runtime: str | None = None
 
 
 class HarborVerifier(_Closed):
@@ -433,6 +435,7 @@ class Task(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)  # sandbox env; Harbor's ${VAR} from host
     agent_user: str | None = None
     workdir: str = "/app"
+    runtime: str | None = None  # OCI runtime of the sandbox (None: the engine's default)
     # what it is
     split: Literal["train", "validation", "test"] | None = None
     category: str | None = None
@@ -513,6 +516,7 @@ class Task(BaseModel):
             memory_mb=self.memory_mb,
             storage_mb=self.storage_mb,
             network=self.allow_internet,
+            runtime=self.runtime,
             metadata={
                 "split": self.split,
                 "category": self.category,
