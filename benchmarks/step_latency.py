@@ -15,6 +15,10 @@ variant). One JSON document goes to stdout (and to --out); progress goes to stde
   ``send-keys 'CMD; tmux wait -S done' Enter``, ``tmux wait done``, ``capture-pane -p``: three
   execs, through the docker CLI and through docker-py ``exec_run`` (Terminal-Bench 1.x).
 
+Hardened mode: ``--runtimes runc,runsc`` (the default) also measures ``env.step('true')``,
+``seq 100000`` and a cold reset under each OCI runtime by name; a runtime the engine does not
+have is reported as unavailable with the reason (gVisor is not installed everywhere).
+
 Why: a persistent PTY session should cost about a millisecond per step where any design that
 pays a ``docker exec`` per command costs tens of milliseconds.
 """
@@ -74,6 +78,35 @@ def bench(label: str, fn: Callable[[], object], n: int, warmup: int = 3,
     return out
 
 
+def by_runtime(name: str, n: int, n_seq: int) -> dict:
+    """env.step latency and a cold reset with the sandbox under the OCI runtime ``name``."""
+    from terminal_env.engine import get_client, require_runtimes
+    from terminal_env.errors import ConfigError
+
+    try:
+        require_runtimes(get_client(), [name])
+    except ConfigError as exc:
+        log(f"runtime {name}: unavailable")
+        return {"available": False, "reason": str(exc)}
+    task = TaskSpec(name="step-latency", instruction="benchmark", image=IMAGE, workdir="/app")
+    env = TerminalEnv(task, max_steps=10**9, time_limit=None, runtime=name,
+                      run_id=f"bench-{secrets.token_hex(4)}")
+    try:
+        t0 = time.perf_counter()
+        env.reset()
+        out: dict = {"available": True, "reset_s": round(time.perf_counter() - t0, 3)}
+        ok = lambda r: r[4].get("exit_code") == 0  # noqa: E731
+        out["true"] = bench(f"[{name}] env.step('true')", lambda: env.step("true"), n, 10, ok)
+        out["seq_100000"] = bench(
+            f"[{name}] env.step('seq 100000')", lambda: env.step("seq 100000"), n_seq, 2,
+            lambda r: ok(r) and r[4]["output_bytes"] >= SEQ_BYTES)
+        env.sandbox.container.reload()
+        out["runtime_seen"] = env.sandbox.container.attrs["HostConfig"].get("Runtime")
+        return out
+    finally:
+        env.close()
+
+
 def sh(*argv: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(list(argv), capture_output=True, check=False)
 
@@ -84,6 +117,8 @@ def main() -> int:
     ap.add_argument("--n-seq", type=int, default=15, help="iterations of `seq 100000`")
     ap.add_argument("--n-keys", type=int, default=50, help="iterations of keystroke round trips")
     ap.add_argument("--out", help="also write the JSON here")
+    ap.add_argument("--runtimes", default="runc,runsc",
+                    help="OCI runtimes to measure env.step under, by name (comma-separated; '' for none)")
     args = ap.parse_args()
     n, n_seq, n_keys = args.n, args.n_seq, args.n_keys
 
@@ -195,6 +230,7 @@ def main() -> int:
     finally:
         env.close()
 
+    runtimes = {r: by_runtime(r, n, n_seq) for r in args.runtimes.split(",") if r.strip()}
     leaked = sh(DOCKER, "ps", "-a", "-q", "--filter", "label=terminal-env.managed=1",
                 "--filter", f"label=terminal-env.run={run_id}").stdout.decode().split()
     all_managed = sh(DOCKER, "ps", "-a", "-q", "--filter", "label=terminal-env.managed=1")
@@ -206,6 +242,7 @@ def main() -> int:
         "ours": ours,
         "baseline_docker_exec_cli": base_a,
         "baseline_tmux_terminal_bench": base_b,
+        "by_runtime": runtimes,
         "derived": {
             "step_overhead_true_ms": med,
             "speedup_vs_docker_exec": round(base_a["true"]["median_ms"] / med, 1),
