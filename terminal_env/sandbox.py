@@ -330,6 +330,28 @@ class Sandbox:
             raise SandboxError("the sandbox is not started; call start() or use it as a context")
         return self.container.id
 
+    def oom_kills(self) -> int | None:
+        """How many processes the kernel killed in this container for want of memory (read
+        from its memory cgroup on the host; None where that is not readable here)."""
+        if self.container is None:
+            return None
+        cid = self.container.id
+        for path, key in (
+            (f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control", "oom_kill"),  # v1
+            (f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope/memory.oom_control", "oom_kill"),
+            (f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events", "oom_kill"),  # v2
+            (f"/sys/fs/cgroup/docker/{cid}/memory.events", "oom_kill"),
+        ):
+            try:
+                with open(path) as fh:
+                    for line in fh:
+                        name, _, value = line.partition(" ")
+                        if name == key:
+                            return int(value)
+            except (OSError, ValueError):
+                continue
+        return None
+
     def status(self) -> str:
         """The engine's state of the container ('running', 'exited', ... or 'removed')."""
         if self.container is None:

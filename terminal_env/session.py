@@ -320,7 +320,7 @@ class ShellSession:
         t0 = time.monotonic()
         buf = self._new_buffer()
         notes: list[str] = []
-        trips = self._disk_trips()
+        trips = self._counters()
         try:
             if self._needs_repair:
                 self._repair()
@@ -331,8 +331,8 @@ class ShellSession:
             if m is None:
                 m = self._escalate(buf, notes, timeout, capped=capped)
         except _ShellDied:
-            return self._check_disk(self._after_death(buf, notes, t0), trips)
-        return self._check_disk(
+            return self._after_action(self._after_death(buf, notes, t0), trips)
+        return self._after_action(
             self._result(buf, m, t0, notes, timed_out=timed_out, echo_of=command), trips
         )
 
@@ -342,7 +342,7 @@ class ShellSession:
         t0 = time.monotonic()
         buf = self._new_buffer()
         notes: list[str] = []
-        trips = self._disk_trips()
+        trips = self._counters()
         try:
             self._write(keys)
             # Returns after `quiet` seconds without output; while output flows it keeps reading.
@@ -356,11 +356,11 @@ class ShellSession:
                 cap=self.config.output_cap_bytes,
             )
         except _ShellDied:
-            return self._check_disk(self._after_death(buf, notes, t0), trips)
+            return self._after_action(self._after_death(buf, notes, t0), trips)
         if m is None:
             self._flush_pending(buf)
             self.busy = True
-        return self._check_disk(self._result(buf, m, t0, notes), trips)
+        return self._after_action(self._result(buf, m, t0, notes), trips)
 
     def interrupt(self) -> StepOutput:
         """Ctrl-C, then the same escalation as a timed-out command."""
@@ -373,13 +373,24 @@ class ShellSession:
         return self._result(buf, m, t0, notes)
 
     # ------------------------------------------------------------------ internals
-    def _disk_trips(self) -> int:
+    def _counters(self) -> tuple[int, int | None]:
         guard = getattr(self.sandbox, "disk", None)
-        return guard.trips if guard is not None else 0
+        ooms = getattr(self.sandbox, "oom_kills", None)
+        return (guard.trips if guard is not None else 0), (ooms() if ooms is not None else None)
 
-    def _check_disk(self, out: StepOutput, trips: int) -> StepOutput:
-        """After an action: check the disk budget (rate-limited; the sandbox's watcher also
-        checks while commands run) and say so if the agent's processes were killed for it."""
+    def _after_action(self, out: StepOutput, before: tuple[int, int | None]) -> StepOutput:
+        """After an action: say so if the kernel killed a process for want of memory, and check
+        the disk budget (rate-limited; the sandbox's watcher also checks while commands run) and
+        say so if the agent's processes were killed for it."""
+        trips, ooms = before
+        if ooms is not None:
+            now = self.sandbox.oom_kills()
+            if now is not None and now > ooms:
+                limit = getattr(getattr(self.sandbox, "config", None), "memory_mb", None)
+                out.notes.append(
+                    f"out of memory: the kernel killed {now - ooms} process(es) of the sandbox"
+                    + (f" (memory limit {limit} MB)" if limit else "") + "."
+                )
         guard = getattr(self.sandbox, "disk", None)
         if guard is None:
             return out

@@ -187,3 +187,17 @@ def test_terminal_size_is_set_without_exec_resize(sandbox):
         assert s.run("stty size; tput cols").output == "33 111\n111\n"
     finally:
         s.close()
+
+
+def test_out_of_memory_is_named_and_the_shell_goes_on(client, base_image):
+    from terminal_env import Sandbox, SandboxConfig
+
+    with Sandbox(SandboxConfig(image=base_image, memory_mb=128), client=client) as sb:
+        if sb.oom_kills() is None:
+            pytest.skip("the container's memory cgroup is not readable from here (not root, remote engine)")
+        with ShellSession(sb) as s:
+            out = s.run("python3 -c 'a = bytearray(512 * 1024 * 1024)'", timeout=60)
+            assert out.exit_code == 137
+            assert any("out of memory" in n and "128 MB" in n for n in out.notes), out.notes
+            again = s.run("echo fine")
+            assert again.output.strip() == "fine" and not any("memory" in n for n in again.notes)
