@@ -321,6 +321,7 @@ class ShellSession:
         buf = self._new_buffer()
         notes: list[str] = []
         trips = self._counters()
+        timed_out = False
         try:
             if self._needs_repair:
                 self._repair()
@@ -331,7 +332,9 @@ class ShellSession:
             if m is None:
                 m = self._escalate(buf, notes, timeout, capped=capped)
         except _ShellDied:
-            return self._after_action(self._after_death(buf, notes, t0), trips)
+            out = self._after_death(buf, notes, t0, command_lost=buf.total == 0)
+            out.timed_out = timed_out  # it may have died of the escalation after a timeout
+            return self._after_action(out, trips)
         return self._after_action(
             self._result(buf, m, t0, notes, timed_out=timed_out, echo_of=command), trips
         )
@@ -441,7 +444,10 @@ class ShellSession:
             return m
         # Ctrl-C did not bring the prompt back (ignored SIGINT, stty -isig, a REPL...).
         pgid = self._foreground_pgid()
-        if pgid and pgid != self.shell_pid:
+        # Never group 1 (or 0): a shell that exec'd a program in the attached first shell is
+        # back in PID 1's group, and `kill -- -1` would be every process of the sandbox. Then
+        # only the shell's own pid is killed (below), as for a shell that stopped responding.
+        if pgid and pgid > 1 and pgid != self.shell_pid:
             self.sandbox.exec(["kill", "-9", "--", f"-{pgid}"], user="root", timeout=10)
             m = self._read_until(time.monotonic() + grace, buf)
             if m is not None:
@@ -490,7 +496,9 @@ class ShellSession:
         self.restarts += 1
         self.start()
 
-    def _after_death(self, buf: OutputBuffer, notes: list[str], t0: float) -> StepOutput:
+    def _after_death(
+        self, buf: OutputBuffer, notes: list[str], t0: float, command_lost: bool = False
+    ) -> StepOutput:
         self._flush_pending(buf)
         guard = getattr(self.sandbox, "disk", None)
         if guard is not None:
@@ -506,6 +514,8 @@ class ShellSession:
         notes.append(
             f"the shell exited (exit code {code}); a new shell was started in {self.cwd}. "
             "Variables and the working directory were reset."
+            + (" It printed nothing and exited normally: unless the command was meant to end the "
+               "shell, it may not have run at all." if command_lost and code == 0 else "")
         )
         out = self._result(buf, None, t0, notes)
         out.shell_restarted = True
@@ -544,9 +554,15 @@ class ShellSession:
         raw = buf.getvalue()
         if echo_of is not None and raw.startswith(echo_of.encode()[:200]):
             # The agent turned echo back on (stty echo / sane / raw): drop the echoed command
-            # line and restore the settings before the next command.
-            end = raw.find(b"\n", len(echo_of.encode()))
-            raw = raw[end + 1 :] if end >= 0 else b""
+            # line and restore the settings before the next command. Without canonical mode
+            # the typed newline comes back as `^J` (echoctl), not as a line end.
+            cmd = echo_of.encode()
+            ctl = re.match(rb"\^[JM]\r?\n?", raw[len(cmd):]) if raw.startswith(cmd) else None
+            if ctl is not None:
+                raw = raw[len(cmd) + ctl.end() :]
+            else:
+                end = raw.find(b"\n", len(cmd))
+                raw = raw[end + 1 :] if end >= 0 else b""
             self._needs_repair = True
         text, truncated = truncate_middle(
             clean_text(raw), self.config.max_output_chars, self.config.head_fraction
