@@ -228,6 +228,9 @@ class Sandbox:
             memswap_limit=f"{cfg.memory_mb}m",
             pids_limit=cfg.pids_limit,
             security_opt=["no-new-privileges"],
+            # Of the engine's default capabilities, these two serve no terminal task (device
+            # nodes are refused by the device cgroup anyway; raw sockets need a network).
+            cap_drop=["MKNOD", "NET_RAW"],
         )
         if not cfg.network:
             host["network_mode"] = "none"

@@ -31,6 +31,7 @@ def test_container_has_labels_and_limits(sandbox, client):
     assert host["PidsLimit"] == 1024
     assert host["NetworkMode"] == "none"
     assert not host.get("Init")  # PID 1 is the keeper itself: the kernel protects it
+    assert set(host["CapDrop"]) == {"MKNOD", "NET_RAW"} and not host.get("CapAdd")
     assert attrs["Config"]["Entrypoint"][:2] == ["bash", "-c"]
 
 
