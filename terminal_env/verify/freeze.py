@@ -81,6 +81,7 @@ def host_sweep(sandbox: Sandbox, rounds: int = 100) -> bool:
         if not init_seen:
             return False
         if not victims:
+            _settle(sandbox.id)
             return True
         for sig in (signal.SIGSTOP, signal.SIGKILL):
             for pid in victims:
@@ -90,6 +91,29 @@ def host_sweep(sandbox: Sandbox, rounds: int = 100) -> bool:
                     pass
         time.sleep(0.02)
     return False
+
+
+def _settle(container_id: str, timeout: float = 5.0) -> None:
+    """Wait (a little) until the keeper has reaped the killed: zombies still count against the
+    container's pid limit, and after a fork bomb the verifier's next exec needs a free pid."""
+    paths = (
+        f"/sys/fs/cgroup/pids/docker/{container_id}/pids.current",
+        f"/sys/fs/cgroup/pids/system.slice/docker-{container_id}.scope/pids.current",
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/pids.current",
+        f"/sys/fs/cgroup/docker/{container_id}/pids.current",
+    )
+    def current(path: str) -> int:
+        with open(path) as fh:
+            return int(fh.read())
+
+    deadline = time.monotonic() + timeout
+    for path in paths:
+        try:
+            while current(path) > 16 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return
+        except (OSError, ValueError):
+            continue
 
 
 def sweep_inside(sandbox: Sandbox) -> tuple[bool, str]:

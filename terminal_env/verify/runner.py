@@ -336,12 +336,12 @@ class _Stat:
         if path not in self._cache:
             api = self.sandbox.client.api
             res = api.head(api._url("/containers/{0}/archive", self.sandbox.id), params={"path": path})
-            header = res.headers.get("X-Docker-Container-Path-Stat")
-            if res.status_code == 404 or not header:
+            if res.status_code == 404:
                 self._cache[path] = None
             else:
-                api._raise_for_status(res)
-                self._cache[path] = json.loads(base64.b64decode(header))
+                api._raise_for_status(res)  # an engine error is not an answer about the file
+                header = res.headers.get("X-Docker-Container-Path-Stat") or ""
+                self._cache[path] = json.loads(base64.b64decode(header)) if header else None
         return self._cache[path]
 
     def is_dir(self, path: str) -> bool:
