@@ -201,6 +201,7 @@ class Sandbox:
         self._first_shell: FirstShell | None = None
         #: the disk budget's watcher (terminal_env.disk.DiskGuard), when storage_mb is set
         self.disk: DiskGuard | None = None
+        self._oom_file: str | None = None  # the memory cgroup file with its oom_kill count
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Sandbox":
@@ -339,17 +340,19 @@ class Sandbox:
         if self.container is None:
             return None
         cid = self.container.id
-        for path, key in (
-            (f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control", "oom_kill"),  # v1
-            (f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope/memory.oom_control", "oom_kill"),
-            (f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events", "oom_kill"),  # v2
-            (f"/sys/fs/cgroup/docker/{cid}/memory.events", "oom_kill"),
+        known = self._oom_file  # found once, then read on every command
+        for path in (known,) if known else (
+            f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control",  # v1, cgroupfs
+            f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope/memory.oom_control",  # v1, systemd
+            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events",  # v2, systemd
+            f"/sys/fs/cgroup/docker/{cid}/memory.events",  # v2, cgroupfs
         ):
             try:
                 with open(path) as fh:
                     for line in fh:
                         name, _, value = line.partition(" ")
-                        if name == key:
+                        if name == "oom_kill":
+                            self._oom_file = path
                             return int(value)
             except (OSError, ValueError):
                 continue
