@@ -201,3 +201,16 @@ def test_out_of_memory_is_named_and_the_shell_goes_on(client, base_image):
             assert any("out of memory" in n and "128 MB" in n for n in out.notes), out.notes
             again = s.run("echo fine")
             assert again.output.strip() == "fine" and not any("memory" in n for n in again.notes)
+
+
+@pytest.mark.parametrize("breaker", [
+    "printf() { echo HACK; }",  # the prompt's sentinel uses printf
+    "PROMPT_COMMAND='echo mine'",
+    "exec 1>/dev/null",
+])
+def test_a_shell_whose_prompt_protocol_the_agent_broke_is_replaced(session, breaker):
+    """Each costs the agent the command's timeout, then the shell is replaced; nothing hangs."""
+    out = session.run(breaker, timeout=2)
+    assert out.timed_out and out.shell_restarted
+    assert any("new shell" in n for n in out.notes), out.notes
+    assert session.run("echo fine").output == "fine\n"
