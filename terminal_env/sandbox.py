@@ -308,9 +308,16 @@ class Sandbox:
             api.start(cid)
         except docker.errors.APIError as exc:
             self.remove()
+            text = str(exc.explanation or exc)
+            if "bash" in text and ("not found" in text or "no such file" in text.lower()):
+                # The image's mistake, not the infrastructure's: retrying cannot help.
+                raise ConfigError(
+                    f"the image {cfg.image!r} has no `bash` on its PATH, which every sandbox needs "
+                    "(the keeper and the agent's shell are bash). Install it in the image, e.g. "
+                    "`RUN apt-get install -y bash` or `RUN apk add bash`."
+                ) from None
             raise SandboxError(
-                f"could not start a container from {cfg.image!r}: "
-                f"{exc.explanation or exc}.{runtime_hint}"
+                f"could not start a container from {cfg.image!r}: {text}.{runtime_hint}"
             ) from None
         self.timing.create = t1 - t0
         self.timing.start = time.perf_counter() - t1

@@ -227,3 +227,14 @@ def test_gc_removes_containers_of_dead_owners_only(client, base_image, sandbox):
     assert records[name] == "removed"
     assert not _exists(client, name)
     assert _exists(client, sandbox.name)
+
+
+def test_an_image_without_bash_is_a_clear_error(client, base_image, tmp_path):
+    (tmp_path / "Dockerfile").write_text(f"FROM {base_image}\nRUN rm -f /usr/bin/bash /bin/bash\n")
+    tag = "terminal-env/test-no-bash:1"
+    client.images.build(path=str(tmp_path), tag=tag, rm=True)
+    try:
+        with pytest.raises(ConfigError, match="has no `bash` on its PATH"):
+            Sandbox(SandboxConfig(image=tag), client=client).start()
+    finally:
+        client.images.remove(tag, force=True)
