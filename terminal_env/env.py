@@ -34,7 +34,7 @@ from .keys import encode_keys
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
-from .verify.result import disk_budget_result
+from .verify.result import disk_budget_result, exhausted_result
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +168,7 @@ class TerminalEnv(gym.Env[str, str]):
         self._t0 = 0.0
         self._done = True
         self._last_text = ""
+        self._memory_death: str | None = None  # set when the agent's memory use stopped the sandbox
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -191,6 +192,7 @@ class TerminalEnv(gym.Env[str, str]):
             session.on_output, session.on_input = self.recorder.output, self.recorder.input
         self.sandbox, self.session = sandbox, session
         self._steps, self._t0, self._done = 0, time.monotonic(), False
+        self._memory_death = None
         self._last_text = ""
         obs = fit_text(
             f"{self.task.instruction.rstrip()}\n\n[terminal-env] a bash shell is ready in {session.cwd}.",
@@ -238,6 +240,9 @@ class TerminalEnv(gym.Env[str, str]):
             elif self._time_left() <= 0:
                 truncated = True
                 text = _append_line(text, f"[terminal-env] time budget of {self.config.time_limit:g} s used up.")
+        if self._memory_death is not None and not terminated:
+            truncated = True
+            text = _append_line(text, "[terminal-env] the episode is over.")
         disk = self.sandbox.disk if self.sandbox is not None else None
         if disk is not None and (terminated or truncated or disk.tripped):
             if not disk.tripped:
@@ -392,6 +397,15 @@ class TerminalEnv(gym.Env[str, str]):
             return self.session.send_keys(data, wait=min(act.wait, max(remaining, 0.1)), quiet=act.quiet)
         except SandboxGoneError:
             self._done = True
+            if self.sandbox is not None and self.sandbox.died_of_memory():
+                # Not the infrastructure's failure: the agent used up the memory limit and the
+                # kernel killed the container's keeper. The episode ends as the agent's failure.
+                self._memory_death = (
+                    f"the sandbox ran out of memory (limit {self.sandbox.config.memory_mb} MB) and "
+                    "the kernel killed its main process, which stopped it"
+                )
+                return StepOutput(output="", raw=b"", exit_code=None, cwd=None, duration=0.0,
+                                  output_bytes=0, truncated=False, notes=[self._memory_death + "."])
             raise
 
     def _info(self, out: StepOutput | None, act: Any) -> dict[str, Any]:
@@ -416,9 +430,12 @@ class TerminalEnv(gym.Env[str, str]):
             self.sandbox.disk.stop()  # what the verifier writes is not the agent's
         if self.verifier is None or self.sandbox is None:
             return 0.0, None
-        if self.sandbox.disk_exceeded:
-            assert self.sandbox.disk is not None
-            result = disk_budget_result(self.sandbox.disk.message())
+        if self._memory_death is not None or self.sandbox.disk_exceeded:
+            if self._memory_death is not None:
+                result = exhausted_result(self._memory_death)
+            else:
+                assert self.sandbox.disk is not None
+                result = disk_budget_result(self.sandbox.disk.message())
             digest = getattr(getattr(self.verifier, "task", None), "tests_digest", None)
             if isinstance(digest, str):
                 result = result.model_copy(update={"tests_digest": digest})

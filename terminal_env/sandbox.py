@@ -330,6 +330,18 @@ class Sandbox:
         """The agent's writes went over ``storage_mb`` (its processes were killed then)."""
         return self.disk is not None and self.disk.tripped
 
+    def died_of_memory(self) -> bool:
+        """The container has stopped and the kernel's out-of-memory killer had a hand in it (the
+        agent can raise the keeper's ``oom_score_adj`` and then exhaust the memory limit)."""
+        if self.container is None or self._removed:
+            return False
+        try:
+            self.container.reload()
+        except docker.errors.APIError:
+            return False
+        state = self.container.attrs.get("State") or {}
+        return not state.get("Running") and bool(state.get("OOMKilled"))
+
     def take_first_shell(self) -> FirstShell | None:
         """The container's own first shell (``attach`` mode), once; None if there is none left."""
         first, self._first_shell = self._first_shell, None

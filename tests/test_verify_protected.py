@@ -11,7 +11,7 @@ import pytest
 
 from terminal_env import TerminalEnv
 from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
-from terminal_env.rewards import binary, partial_progress, strict_success_first
+from terminal_env.rewards import binary, strict_success_first
 from terminal_env.tasks import load_task
 
 pytestmark = pytest.mark.docker
@@ -226,3 +226,21 @@ def test_oracle_passes_with_the_sweep_run_inside(task, monkeypatch):
     monkeypatch.setattr(runner, "host_sweep_possible", lambda: False)
     reward, result, _ = play(task, OraclePolicy(task))
     assert result.outcome == "passed" and reward == 1.0
+
+
+def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, base_image):
+    """The agent raises PID 1's oom_score_adj, then fills the memory limit with processes each
+    smaller than that score: the kernel kills the keeper and the container stops. That is the
+    agent's doing: a failure, named, never an infrastructure error to mask."""
+    copy = tmp_path / "word-stats"
+    shutil.copytree(TASK, copy)
+    toml = copy / "task.toml"
+    toml.write_text(toml.read_text().replace("memory_mb = 1024", "memory_mb = 160"))
+    attack = (
+        "echo 1000 > /proc/1/oom_score_adj; for i in $(seq 14); do python3 -c "
+        "'import time; a = bytearray(12 << 20); a[::4096] = bytes(len(a[::4096])); time.sleep(20)' & done; wait"
+    )
+    reward, result, info = play(load_task(copy), ScriptedPolicy([attack, "echo never"]))
+    assert result.outcome == "failed" and reward == 0.0 and not info["masked"]
+    assert "ran out of memory (limit 160 MB)" in result.message, result.message
+    assert "tests were not run" in result.message

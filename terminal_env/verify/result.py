@@ -241,11 +241,12 @@ class VerifierResult(BaseModel):
         return cls(outcome=Outcome.timeout, progress=0.0, message=message, **kw)
 
 
+def exhausted_result(message: str) -> VerifierResult:
+    """The verdict of an episode whose agent exhausted a limit of its sandbox (disk budget,
+    memory): ``failed`` (the agent's doing, scored as zero, never masked), without the tests."""
+    return VerifierResult(outcome=Outcome.failed, progress=0.0, message=f"{message}; the tests were not run")
+
+
 def disk_budget_result(message: str) -> VerifierResult:
-    """The verdict of an episode whose agent went over the sandbox's disk budget: ``failed``
-    (the agent's doing, scored as zero, never masked), without running the tests."""
-    return VerifierResult(
-        outcome=Outcome.failed,
-        progress=0.0,
-        message=f"{message}: the agent's processes were killed and the tests were not run",
-    )
+    """:func:`exhausted_result` for the disk budget (its processes were killed)."""
+    return exhausted_result(f"{message}: the agent's processes were killed")
