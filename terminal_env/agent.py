@@ -7,7 +7,10 @@
 Per model turn: fit the conversation into the input budget, ask the backend, parse the reply with
 the harness (a format error becomes the next observation), compile each harness action to generic
 actions and step the environment with them, report the results back in the harness's format.
-The trajectory is saved after every turn when a path is given.
+The trajectory is saved as the episode goes when a path is given: after a turn, unless the last
+save is less than a second old (or less than twenty times as old as it took to write, so that
+long episodes do not spend their time rewriting a big file); the first and the last save always
+happen.
 
 How it ends, and what the trajectory says:
 
@@ -64,10 +67,17 @@ class _Episode:
         self.env, self.traj, self.path, self.on_turn = env, traj, path, on_turn
         self.done = False
         self.ratio = 1.0  # measured prompt tokens / estimate, from the last usage report
+        self._saved_at = self._save_cost = 0.0
 
-    def save(self) -> None:
-        if self.path is not None:
-            self.traj.save(self.path)
+    def save(self, force: bool = False) -> None:
+        """Write the trajectory; a turn's save waits while the last one is recent (see above)."""
+        if self.path is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._saved_at < max(1.0, 20 * self._save_cost):
+            return
+        self.traj.save(self.path)
+        self._saved_at, self._save_cost = time.monotonic(), time.monotonic() - now
 
     def count(self, messages: list[dict[str, Any]], tools: Any) -> int:
         from .models.base import count_tokens_approx
@@ -152,7 +162,7 @@ def run_agent(
         if hasattr(backend, "start_episode"):
             backend.start_episode(env, harness)
         traj.messages = list(harness.initial_messages(env.task.instruction, obs))
-        ep.save()
+        ep.save(force=True)
         for n in range(max_turns):
             _turn(ep, harness, backend, params, n)
             ep.save()
@@ -177,7 +187,7 @@ def run_agent(
         traj.timings["total"] = time.monotonic() - t_start
         traj.timings["model"] = sum(t.model_seconds for t in traj.turns)
         traj.timings["env"] = sum(t.env_seconds for t in traj.turns)
-        ep.save()
+        ep.save(force=True)
     return traj
 
 

@@ -175,3 +175,28 @@ def test_human_backend_reads_lines_and_continuations():
     assert h.complete(msgs).text == "```bash\nls \\\n -la\n```"
     assert h.complete(msgs).text == "```bash\n#!keys C-c\n```"
     assert h.complete(msgs).text == "```bash\n#!submit\n```"  # end of input submits
+
+
+def test_trajectory_saves_are_spaced_but_the_forced_ones_always_happen(tmp_path, monkeypatch):
+    import terminal_env.agent as agent
+
+    clock = [100.0]
+    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
+    writes = []
+
+    class Traj:
+        def save(self, path):
+            writes.append(clock[0])
+
+    ep = agent._Episode(env=None, traj=Traj(), path=tmp_path / "t.json", on_turn=None)
+    ep.save(force=True)
+    for _ in range(5):  # turns in quick succession: the file is not rewritten each time
+        clock[0] += 0.1
+        ep.save()
+    clock[0] += 1.0
+    ep.save()  # a second later: written
+    clock[0] += 0.01
+    ep.save(force=True)  # the end of the episode: always written
+    assert writes == pytest.approx([100.0, 101.5, 101.51])
+    agent._Episode(env=None, traj=Traj(), path=None, on_turn=None).save(force=True)  # no path: no write
+    assert len(writes) == 3

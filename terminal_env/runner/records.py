@@ -5,7 +5,7 @@
     RUN_DIR/
       run.json                 the run's configuration and task list (RunManifest)
       trials/<task>/<attempt>/ one directory per trial (attempt counts from 1)
-        trajectory.json        terminal_env.trajectory.Trajectory, saved after every turn
+        trajectory.json        terminal_env.trajectory.Trajectory, saved as it goes and at the end
         recording.cast         asciinema v2 recording of the terminal
         verifier.json          the protected verifier's result (VerifierResult)
         verifier.log           the tail of the verifier's output
