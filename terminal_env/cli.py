@@ -41,7 +41,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"server {status.get('version')}, api {status.get('api_version')}" if ok else str(status.get("error")),
     )
     if ok:
-        table.add_row("runtimes", "[green]ok[/green]", ", ".join(status.get("runtimes") or []))
+        runtimes = status.get("runtimes") or []
+        table.add_row(
+            "runtimes",
+            "[green]ok[/green]",
+            ", ".join(runtimes) + ("" if "runsc" in runtimes else " (no runsc: the gVisor hardened mode is unavailable; SECURITY.md)"),
+        )
+        from .verify.freeze import host_sweep_possible
+
+        host = host_sweep_possible()
+        table.add_row(
+            "verifier freeze",
+            "[green]host[/green]" if host else "[yellow]inside[/yellow]",
+            "the agent's processes are stopped from the host" if host else
+            "not root or a remote engine: processes are stopped from inside the sandbox with shell "
+            "built-ins (still protected by the tamper check; SECURITY.md)",
+        )
         client = engine.get_client()
         if args.fix:
             images.ensure_base_image(client, log=lambda m: console.print(f"[dim]{m}[/dim]"))

@@ -42,6 +42,9 @@ def test_doctor_reports_ok(base_image):
     res = cli("doctor")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "docker engine" in res.stdout and "base image" in res.stdout
+    # where the verifier's freeze runs: from the host when root with the local engine
+    assert "verifier freeze" in res.stdout
+    assert ("host" if os.geteuid() == 0 and not os.environ.get("DOCKER_HOST") else "inside") in res.stdout
 
 
 WORD_STATS = os.path.join(os.path.dirname(__file__), "data", "protected", "word-stats")
