@@ -9,7 +9,8 @@ The order of the steps is the protection:
 2. **Tamper check.** The container is diffed against its image (``docker diff``). Files of the
    image that were changed or deleted under protected trees (interpreters, shells, libraries,
    the test framework), new modules that would shadow pytest or run at interpreter start-up
-   (``sitecustomize``, ``.pth`` with code, a ``conftest.py`` at ``/``), anything under
+   (``sitecustomize``, ``.pth`` with code, a new ``pytest11`` plugin entry point, a
+   ``conftest.py`` at ``/``), anything under
    ``/tests`` or ``/logs/verifier``, any change to the loader's configuration
    (``/etc/ld.so.preload``), a program or library added under the name of one found elsewhere
    on its search path (a ``timeout`` or ``python3`` in ``/usr/local/bin``), and any change under
@@ -209,8 +210,8 @@ class ProtectedVerifier:
                 and base.split(".")[0] in SHADOW_MODULES
             ):
                 flagged.append(path)
-            elif kind == 1 and _python_path(path) and base.endswith(".pth"):
-                pth_files.append(path)
+            elif kind == 1 and _python_path(path) and (base.endswith(".pth") or base == "entry_points.txt"):
+                pth_files.append(path)  # read below: code in a .pth, a pytest plugin entry point
             elif _under(path, PROTECTED_TREES):
                 if kind == 2:
                     flagged.append(path)
@@ -221,7 +222,11 @@ class ProtectedVerifier:
         look = _Stat(sandbox)
         flagged += [p for p in maybe_files if not look.is_dir(p)]
         for path in pth_files:
-            if posixpath.basename(path) != "distutils-precedence.pth" and _pth_runs_code(look.read(path)):
+            base = posixpath.basename(path)
+            if base == "entry_points.txt":
+                if _registers_pytest_plugin(look.read(path)):
+                    flagged.append(path)
+            elif base != "distutils-precedence.pth" and _pth_runs_code(look.read(path)):
                 flagged.append(path)
         path_dirs = set(DEFAULT_PATH.split(":")) | set(LIBRARY_DIRS)
         if any(posixpath.dirname(p) in path_dirs for p in added):  # the engine reports real paths
@@ -375,6 +380,12 @@ class _Stat:
 def _pth_runs_code(data: bytes) -> bool:
     """Whether ``site`` would execute a line of this ``.pth`` file."""
     return any(line.startswith((b"import ", b"import\t")) for line in data.splitlines())
+
+
+def _registers_pytest_plugin(data: bytes) -> bool:
+    """Whether an ``entry_points.txt`` declares a ``pytest11`` plugin (pytest loads those by
+    itself, and a plugin can rewrite every test report)."""
+    return any(line.strip().replace(b" ", b"") == b"[pytest11]" for line in data.splitlines())
 
 
 def _container_path(sandbox: Sandbox) -> str:
