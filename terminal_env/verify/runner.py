@@ -40,6 +40,7 @@ import base64
 import io
 import json
 import posixpath
+import re
 import tarfile
 import time
 from typing import Any, Iterable
@@ -231,6 +232,7 @@ class ProtectedVerifier:
         path_dirs = set(DEFAULT_PATH.split(":")) | set(LIBRARY_DIRS)
         if any(posixpath.dirname(p) in path_dirs for p in added):  # the engine reports real paths
             flagged += _shadowing(look, added, _container_path(sandbox))
+        flagged += _python_shadowing(look, added, getattr(self.task, "workdir", None) or "/")
         return sorted(set(flagged))
 
     def _run_tests(self, sandbox: Sandbox, timings: dict[str, float]) -> VerifierResult:
@@ -414,6 +416,56 @@ def _shadowing(look: _Stat, added: list[str], path_var: str) -> list[str]:
             others = {r for r in real.values() if r != parent}
             if any(look.exists(posixpath.join(o, name)) for o in sorted(others)):
                 flagged.append(path)
+    return flagged
+
+
+# Python's module search: its standard library (and the zip that precedes it on sys.path, which
+# Debian's python lists but does not ship), lib-dynload, site/dist-packages.
+_PY_ROOT = re.compile(r"/usr(?:/local)?/lib/python3(?:\.\d+)?(?:/lib-dynload|/dist-packages|/site-packages)?")
+_PY_ZIP = re.compile(r"/usr(?:/local)?/lib/python3\d+\.zip")
+# Names an agent may give its own files in the working directory without shadowing anything the
+# tests use (Debian ships no `test` package; `tests` is the usual name of a project's tests).
+_CWD_NAMES_ALLOWED = frozenset({"test", "tests"})
+
+
+def _module_name(base: str) -> str | None:
+    """The top-level module a directory entry provides (``x.py``, ``x/``, ``x.cpython-311-...so``)."""
+    if base.startswith(".") or base == "__pycache__" or base.endswith((".dist-info", ".egg-info", ".pth")):
+        return None
+    if base.endswith(".py"):
+        return base[:-3]
+    if ".so" in base or base.endswith(".pyc"):
+        return base.split(".")[0]
+    return base if "." not in base else None
+
+
+def _python_shadowing(look: _Stat, added: list[str], workdir: str) -> list[str]:
+    """Added modules found by Python before the ones of the same name it would have found: a
+    zip that precedes the standard library, a package in /usr/local ahead of dist-packages, and
+    modules in the tests' working directory (``python3 -m pytest`` puts it first on sys.path)."""
+    flagged = [p for p in added if _PY_ZIP.fullmatch(p)]
+    workdir = posixpath.normpath(workdir)
+    candidates = []
+    for path in added:
+        parent, base = posixpath.split(path)
+        if _PY_ROOT.fullmatch(parent) or (parent == workdir and _module_name(base) not in _CWD_NAMES_ALLOWED):
+            name = _module_name(base)
+            if name and name.isidentifier():
+                candidates.append((path, parent, name))
+    if not candidates:
+        return flagged
+    roots = [
+        f"{prefix}/lib/python3.{minor}{sub}"
+        for prefix in ("/usr", "/usr/local")
+        for minor in range(6, 16)
+        if look.is_dir(f"{prefix}/lib/python3.{minor}")
+        for sub in ("", "/lib-dynload", "/dist-packages", "/site-packages")
+    ] + ["/usr/lib/python3/dist-packages", "/usr/local/lib/python3/dist-packages"]
+    roots = [r for r in roots if look.is_dir(r)]
+    for path, parent, name in candidates:
+        others = [r for r in roots if r != parent]
+        if any(look.exists(f"{r}/{name}.py") or look.is_dir(f"{r}/{name}") for r in others):
+            flagged.append(path)
     return flagged
 
 
