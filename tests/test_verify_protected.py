@@ -275,3 +275,10 @@ def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, ba
     assert result.outcome == "failed" and reward == 0.0 and not info["masked"]
     assert "ran out of memory (limit 160 MB)" in result.message, result.message
     assert "tests were not run" in result.message
+
+
+def test_a_plain_directory_named_like_a_module_is_not_tampering(task):
+    """Only what Python would import first counts: a directory without __init__.py (a namespace
+    portion) never shadows the standard library's module of the same name."""
+    reward, result, _ = play(task, ScriptedPolicy(["mkdir -p /app/secrets /app/json && echo x > /app/secrets/token"]))
+    assert result.outcome == "failed", (result.outcome, result.message)

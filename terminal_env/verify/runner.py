@@ -445,13 +445,24 @@ def _python_shadowing(look: _Stat, added: list[str], workdir: str) -> list[str]:
     modules in the tests' working directory (``python3 -m pytest`` puts it first on sys.path)."""
     flagged = [p for p in added if _PY_ZIP.fullmatch(p)]
     workdir = posixpath.normpath(workdir)
+
+    def searched(d: str) -> bool:
+        return bool(_PY_ROOT.fullmatch(d)) or d == workdir
+
     candidates = []
     for path in added:
         parent, base = posixpath.split(path)
-        if _PY_ROOT.fullmatch(parent) or (parent == workdir and _module_name(base) not in _CWD_NAMES_ALLOWED):
-            name = _module_name(base)
-            if name and name.isidentifier():
-                candidates.append((path, parent, name))
+        if base.startswith("__init__.") and searched(posixpath.dirname(parent)):
+            # a directory made a regular package (it may have been in the image as a plain one)
+            anchor, name = posixpath.dirname(parent), posixpath.basename(parent)
+        elif searched(parent):
+            anchor, name = parent, _module_name(base)
+            if name == base and not look.exists(f"{path}/__init__.py"):
+                continue  # a directory without __init__.py never shadows a module (namespace)
+        else:
+            continue
+        if name and name.isidentifier() and not (anchor == workdir and name in _CWD_NAMES_ALLOWED):
+            candidates.append((path, anchor, name))
     if not candidates:
         return flagged
     roots = [
