@@ -473,9 +473,17 @@ def _python_shadowing(look: _Stat, added: list[str], workdir: str) -> list[str]:
         for sub in ("", "/lib-dynload", "/dist-packages", "/site-packages")
     ] + ["/usr/lib/python3/dist-packages", "/usr/local/lib/python3/dist-packages"]
     roots = [r for r in roots if look.is_dir(r)]
+    def provides(root: str, name: str) -> bool:
+        if look.exists(f"{root}/{name}.py") or look.is_dir(f"{root}/{name}"):
+            return True
+        version = re.search(r"python3\.(\d+)", root)
+        return bool(version) and root.endswith("lib-dynload") and any(
+            look.exists(f"{root}/{name}.cpython-3{version.group(1)}-{arch}-linux-gnu.so")
+            for arch in ("x86_64", "aarch64")
+        )
+
     for path, parent, name in candidates:
-        others = [r for r in roots if r != parent]
-        if any(look.exists(f"{r}/{name}.py") or look.is_dir(f"{r}/{name}") for r in others):
+        if any(provides(r, name) for r in roots if r != parent):
             flagged.append(path)
     return flagged
 
