@@ -343,7 +343,9 @@ class _Stat:
         if path not in self._cache:
             api = self.sandbox.client.api
             res = api.head(api._url("/containers/{0}/archive", self.sandbox.id), params={"path": path})
-            if res.status_code == 404:
+            if res.status_code in (404, 500):
+                # 500: a path through a file ("not a directory"); HEAD carries no body to tell
+                # more. Either way nothing is there: a changed path is then taken for a file.
                 self._cache[path] = None
             else:
                 api._raise_for_status(res)  # an engine error is not an answer about the file
@@ -457,8 +459,9 @@ def _python_shadowing(look: _Stat, added: list[str], workdir: str) -> list[str]:
             anchor, name = posixpath.dirname(parent), posixpath.basename(parent)
         elif searched(parent):
             anchor, name = parent, _module_name(base)
-            if name == base and not look.exists(f"{path}/__init__.py"):
-                continue  # a directory without __init__.py never shadows a module (namespace)
+            if name == base and not (look.is_dir(path) and look.exists(f"{path}/__init__.py")):
+                continue  # a file without a suffix, or a directory without __init__.py (a namespace
+                # portion), never shadows a module
         else:
             continue
         if name and name.isidentifier() and not (anchor == workdir and name in _CWD_NAMES_ALLOWED):
