@@ -70,6 +70,18 @@ _FIRST_SHELL_WRAPPER = (
 )
 
 
+def cgroup_files(container_id: str, controller: str, v1_name: str, v2_name: str | None = None) -> tuple[str, ...]:
+    """Where one of a container's cgroup files can be on this host: cgroup v1 (the controller's
+    own hierarchy) or v2 (unified), each under the cgroupfs or the systemd driver."""
+    v2 = v2_name or v1_name
+    return (
+        f"/sys/fs/cgroup/{controller}/docker/{container_id}/{v1_name}",  # v1, cgroupfs
+        f"/sys/fs/cgroup/{controller}/system.slice/docker-{container_id}.scope/{v1_name}",  # v1, systemd
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/{v2}",  # v2, systemd
+        f"/sys/fs/cgroup/docker/{container_id}/{v2}",  # v2, cgroupfs
+    )
+
+
 def default_first_shell() -> FirstShellMode:
     """``$TERMINAL_ENV_FIRST_SHELL`` if set (``auto``, ``exec`` or ``attach``), else ``auto``."""
     value = os.environ.get(FIRST_SHELL_ENV, "").strip().lower() or "auto"
@@ -358,13 +370,9 @@ class Sandbox:
         from its memory cgroup on the host; None where that is not readable here)."""
         if self.container is None:
             return None
-        cid = self.container.id
         known = self._oom_file  # found once, then read on every command
-        for path in (known,) if known else (
-            f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control",  # v1, cgroupfs
-            f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope/memory.oom_control",  # v1, systemd
-            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events",  # v2, systemd
-            f"/sys/fs/cgroup/docker/{cid}/memory.events",  # v2, cgroupfs
+        for path in (known,) if known else cgroup_files(
+            self.container.id, "memory", "memory.oom_control", "memory.events"
         ):
             try:
                 with open(path) as fh:

@@ -25,7 +25,7 @@ import time
 
 import docker.errors
 
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, cgroup_files
 
 # POSIX sh, built-ins only (dash: read, kill, case, [, echo); no external program is started.
 SWEEP_SCRIPT = r"""
@@ -96,18 +96,12 @@ def host_sweep(sandbox: Sandbox, rounds: int = 100) -> bool:
 def _settle(container_id: str, timeout: float = 5.0) -> None:
     """Wait (a little) until the keeper has reaped the killed: zombies still count against the
     container's pid limit, and after a fork bomb the verifier's next exec needs a free pid."""
-    paths = (
-        f"/sys/fs/cgroup/pids/docker/{container_id}/pids.current",
-        f"/sys/fs/cgroup/pids/system.slice/docker-{container_id}.scope/pids.current",
-        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/pids.current",
-        f"/sys/fs/cgroup/docker/{container_id}/pids.current",
-    )
     def current(path: str) -> int:
         with open(path) as fh:
             return int(fh.read())
 
     deadline = time.monotonic() + timeout
-    for path in paths:
+    for path in cgroup_files(container_id, "pids", "pids.current"):
         try:
             while current(path) > 16 and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -127,13 +121,7 @@ def cgroup_pids(container_id: str) -> list[int] | None:
 
     Read from the cgroup itself: under a fork bomb `docker top` was seen listing 2 processes of
     the 1016 that the cgroup held."""
-    candidates = (
-        f"/sys/fs/cgroup/pids/docker/{container_id}/cgroup.procs",  # v1, cgroupfs driver
-        f"/sys/fs/cgroup/pids/system.slice/docker-{container_id}.scope/cgroup.procs",  # v1, systemd
-        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/cgroup.procs",  # v2, systemd
-        f"/sys/fs/cgroup/docker/{container_id}/cgroup.procs",  # v2, cgroupfs
-    )
-    for path in candidates:
+    for path in cgroup_files(container_id, "pids", "cgroup.procs"):
         try:
             with open(path) as fh:
                 return [int(x) for x in fh.read().split()]
