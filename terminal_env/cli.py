@@ -64,7 +64,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         table.add_row(
             "base image",
             "[green]ok[/green]" if has_base else "[red]missing[/red]",
-            images.BASE_IMAGE if has_base else "run `terminal-env images bootstrap`",
+            f"{images.BASE_IMAGE} (made by {images.image_source(client, images.BASE_IMAGE)})"
+            if has_base else "run `terminal-env images bootstrap`",
         )
         ok = ok and has_base
     console.print(table)
@@ -79,11 +80,16 @@ def cmd_images_bootstrap(args: argparse.Namespace) -> int:
     engine.ensure_engine(log=lambda m: console.print(f"[dim]{m}[/dim]"))
     t0 = time.monotonic()
     families = list(images.FAMILIES) if args.family == "all" else [args.family]
+    client = engine.get_client()
     for family in families:
-        tag = images.ensure_base_image(
-            force=args.force, family=family, log=lambda m: console.print(f"[dim]{m}[/dim]")
+        tag = images.FAMILIES[family][0] + args.tag_suffix
+        images.ensure_base_image(
+            client, force=args.force, family=family, tag=tag, source=args.source,
+            log=lambda m: console.print(f"[dim]{m}[/dim]"),
         )
-        console.print(f"{family} image ready: [bold]{tag}[/bold] ({time.monotonic() - t0:.1f} s)")
+        made = images.image_source(client, tag, family)
+        console.print(f"{family} image ready: [bold]{tag}[/bold] (made by {made}; "
+                      f"{time.monotonic() - t0:.1f} s)")
     return 0
 
 
@@ -189,6 +195,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--family", default="all", choices=["all", "base", "dev"],
         help="which image family (default: all; the bundled tasks use both)",
+    )
+    b.add_argument(
+        "--source", default="auto", choices=["auto", "debootstrap", "host"],
+        help="debootstrap from the Debian mirror, the host's installed Debian packages, or auto "
+        "(debootstrap when the mirror answers, else the host's packages)",
+    )
+    b.add_argument(
+        "--tag-suffix", default="", metavar="SUFFIX",
+        help="build into scratch tags (e.g. -host: terminal-env/base:bookworm-1-host) instead of "
+        "the ones tasks use",
     )
     b.set_defaults(func=cmd_images_bootstrap)
 

@@ -180,6 +180,16 @@ def _recipe_label(client: docker.DockerClient, ref: str) -> str | None:
     return labels.get(RECIPE_LABEL)
 
 
+def image_source(client: docker.DockerClient, ref: str, family: str = "base") -> str | None:
+    """How the image at ``ref`` was made: ``debootstrap``, ``host``, ``stale`` (an older recipe)
+    or None (no such image). Read from the recipe label; it is what CI reports."""
+    label = _recipe_label(client, ref)
+    if label is None:
+        return None if not image_exists(client, ref) else "stale"
+    digest = base_recipe(family).digest()
+    return {digest: "debootstrap", digest + "-host": "host"}.get(label, "stale")
+
+
 # ---- Terminal-Bench base images, offline ----------------------------------------------------
 
 # Terminal-Bench tasks build FROM these. They cannot be pulled here, so for offline use they map

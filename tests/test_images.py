@@ -138,15 +138,26 @@ def test_docker_init_works_with_the_base_image(client, base_image):
 
 
 @pytest.mark.docker
-def test_import_from_cached_tarball_into_a_new_tag(client, base_image):
+def test_import_from_cached_tarball_into_a_new_tag(client, base_image, monkeypatch):
     tag = "terminal-env/test-import:1"  # a scratch tag: never disturb the shared base image
     messages: list[str] = []
+    built: list[str] = []
+
+    def no_build(recipe, dest, log=print, source="debootstrap"):
+        built.append(source)
+        raise AssertionError(f"the cached rootfs should have been imported, not built ({source})")
+
+    # Whichever way the cached rootfs was made (debootstrap or the host's packages), importing it
+    # must not build anything: the builder itself is replaced, not a log message inspected.
+    monkeypatch.setattr(images, "build_rootfs_tarball", no_build)
     try:
         assert ensure_base_image(client, log=messages.append, tag=tag) == tag
+        assert built == []
         assert any("importing the cached rootfs" in m for m in messages), messages
-        assert not any("debootstrap" in m for m in messages)
-        labels = client.images.get(tag).labels
-        assert labels[images.RECIPE_LABEL] == client.images.get(base_image).labels[images.RECIPE_LABEL]
+        label = client.images.get(tag).labels[images.RECIPE_LABEL]
+        digest = images.base_recipe().digest()
+        assert label in {digest, digest + "-host"}
+        assert (images.cache_dir() / f"{label}.tar").is_file()  # the tarball it came from
     finally:
         try:
             client.images.remove(tag, force=True)
