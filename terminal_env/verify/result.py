@@ -176,6 +176,12 @@ class VerifierResult(BaseModel):
     exit_code: int | None = None
     log_tail: str = ""
     tampered_paths: list[str] = Field(default_factory=list)
+    #: what the guarded test run concluded (see :mod:`terminal_env.verify.guard`): "checked: ...",
+    #: "unchecked: ..." or the reason the run was failed; empty when the tests did not run
+    guard: str = ""
+    #: modules the test process imported from outside the interpreter and the tests (the agent's
+    #: code loaded into the test process; ``tasks check`` reports tasks that do this)
+    guard_modules: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -49,6 +49,7 @@ import docker.errors
 
 from ..errors import InfraError, SandboxError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
+from . import guard
 from .freeze import host_sweep, host_sweep_possible, sweep_inside
 from .parse import parse_results
 from .result import VerifierResult, disk_budget_result
@@ -240,18 +241,26 @@ class ProtectedVerifier:
         t = time.perf_counter()
         self._disconnect_networks(sandbox)
         prep = sandbox.exec(
-            ["sh", "-c", "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier"],
+            ["sh", "-c", "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier && "
+             + guard.prepare_script()],
             user="root",
             timeout=60,
         )
         if prep.exit_code != 0:
             raise InfraError(f"could not reset /tests and /logs/verifier: {prep.output[-500:]}")
-        files = {f"/tests/{n.lstrip('/')}": _read(src) for n, src in task.verifier_files().items()}
+        tests = {f"/tests/{n.lstrip('/')}": _read(src) for n, src in task.verifier_files().items()}
+        scripts = {p: d for p, d in tests.items() if p.endswith(".sh")}
         # Scripts executable, the rest read-only for the tests' own user; all owned by root.
-        sandbox.write_files({p: d for p, d in files.items() if p.endswith(".sh")}, mode=0o755)
-        sandbox.write_files({p: d for p, d in files.items() if not p.endswith(".sh")}, mode=0o644)
+        sandbox.write_files(scripts, mode=0o755)
+        sandbox.write_files(
+            {**{p: d for p, d in tests.items() if p not in scripts}, **guard.files()}, mode=0o644
+        )
         timings["copy_tests"] = time.perf_counter() - t
-        env = {**{str(k): str(v) for k, v in (getattr(task, "verifier_env", {}) or {}).items()}, **_SAFE_ENV}
+        key = guard.new_key()
+        env = {
+            **{str(k): str(v) for k, v in (getattr(task, "verifier_env", {}) or {}).items()},
+            **_SAFE_ENV, **guard.env(key),
+        }
         t = time.perf_counter()
         run = sandbox.exec(
             list(task.test_command),
@@ -264,6 +273,10 @@ class ProtectedVerifier:
         t = time.perf_counter()
         self._sweep(sandbox)  # whatever the tests started must not write after them
         files = _read_results(sandbox)
+        checked = guard.verdict(
+            guard.read_records(sandbox), key,
+            pytest_expected=guard.uses_pytest(scripts),
+        )
         timings["read_back"] = time.perf_counter() - t
         log_tail = (run.stdout + run.stderr).decode("utf-8", "replace")[-2000:]
         if run.timed_out:
@@ -278,9 +291,19 @@ class ProtectedVerifier:
             weights=getattr(task, "check_weights", None) or None,
             fmt=getattr(task, "result_format", "harbor"),
         )
-        return result.model_copy(
-            update={"duration": run.duration, "exit_code": run.exit_code, "log_tail": log_tail}
-        )
+        update: dict[str, Any] = {
+            "duration": run.duration, "exit_code": run.exit_code, "log_tail": log_tail,
+            "guard": checked.note, "guard_modules": checked.modules,
+        }
+        if checked.ok is False:
+            # Whatever the result files say: the test process did not run its tests to the end
+            # as pytest reported them. Not a success, and no partial credit from such a run.
+            return VerifierResult(
+                outcome="failed", progress=0.0, source=result.source,
+                message=f"{checked.note}; the result files were not trusted ({result.message})",
+                **update,
+            )
+        return result.model_copy(update=update)
 
     def _verify_separate(self, agent_box: Sandbox, timings: dict[str, float]) -> VerifierResult:
         artifacts = list(getattr(self.task, "artifacts", ()) or ())
