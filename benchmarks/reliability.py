@@ -5,8 +5,10 @@
 
 What it runs, each in a subprocess of its own (progress on stderr):
 
-(i)   the attack suites: ``tests/test_verify_protected.py`` and ``tests/test_adversarial.py``
-      (when it exists) under pytest with ``--junitxml``. Every test of ``test_adversarial.py`` is
+(i)   the attack suites: ``tests/test_verify_protected.py``, ``tests/test_verify_guard.py``
+      (the agent's code inside the test process: tests named ``attack``, ``forged`` or
+      ``without_a_summary`` are attacks, the oracle runs are controls) and
+      ``tests/test_adversarial.py`` (when it exists) under pytest with ``--junitxml``. Every test of ``test_adversarial.py`` is
       an attack. In ``test_verify_protected.py`` an attack is a test whose name contains
       ``attack`` (the ten scripted attacks and the tampering-with-a-correct-solution one),
       ``snoop`` (the agent that searches for the tests, the solution and the expected values:
@@ -64,6 +66,9 @@ ADVERSARIAL = "tests/test_adversarial.py"
 FUZZ_FILES = ["tests/test_fuzz.py", "tests/test_harness.py"]
 #: in test_verify_protected.py: which tests are attacks (see the module docstring)
 PROTECTED_ATTACK = re.compile(r"attack|snoop|separate_mode")
+#: the agent's code inside the test process (the guarded test run): attacks by these names
+GUARD = "tests/test_verify_guard.py"
+GUARD_ATTACK = re.compile(r"attack|forged|without_a_summary")
 
 PLUGIN_NAME = "te_reliability_hypothesis"
 PLUGIN = r'''
@@ -228,11 +233,13 @@ def is_attack(case: dict[str, Any]) -> bool:
     module = case["module"].rsplit(".", 1)[-1]
     if module == "test_adversarial":
         return True
+    if module == "test_verify_guard":
+        return bool(GUARD_ATTACK.search(case["name"]))
     return module == "test_verify_protected" and bool(PROTECTED_ATTACK.search(case["name"]))
 
 
 def attacks(children: Children, tmp: Path) -> dict[str, Any]:
-    files = [PROTECTED] + ([ADVERSARIAL] if (ROOT / ADVERSARIAL).exists() else [])
+    files = [PROTECTED, GUARD] + ([ADVERSARIAL] if (ROOT / ADVERSARIAL).exists() else [])
     junit = tmp / "attacks.xml"
     log(f"reliability: (i) attack suites: {' '.join(files)}")
     t0 = time.monotonic()

@@ -31,6 +31,7 @@ def test_a_good_task_passes_the_gate(base_image):
     assert row.ok, row.reason
     assert row.oracle.startswith("passed 1.00") and row.nop.startswith("failed")
     assert row.snoop.startswith("0 found") and row.checks == 3 and row.build_s is not None
+    assert row.in_process == []  # its tests run the agent's script in subprocesses
 
 
 def test_a_task_that_ships_its_tests_in_the_image_is_caught(tmp_path, base_image):
@@ -73,3 +74,17 @@ def test_sample_is_fixed_for_a_seed(tmp_path):
     a = sample_paths(paths, 5, seed=3)
     assert a == sample_paths(list(reversed(paths)), 5, seed=3)
     assert len(a) == 5 and a != sample_paths(paths, 5, seed=4)
+
+
+FIXTURES = Path(__file__).parent / "data" / "tasks"
+
+
+@pytest.mark.parametrize("name, static", [("harbor-inprocess", "spec_from_file_location"),
+                                          ("tb1-inprocess", "sys.path.insert(0, \"/app\")")])
+def test_tests_that_load_the_agents_code_in_process_are_reported_with_the_fix(name, static, base_image):
+    row = check_task(FIXTURES / name)
+    assert not row.ok and "run it in a subprocess" in row.reason, row.reason
+    assert any(static in f for f in row.in_process), row.in_process  # the static scan
+    module = "/app/stats.py" if name == "harbor-inprocess" else "/app/solution.py"
+    assert f"the test process ran {module}" in row.in_process  # the dynamic probe (oracle run)
+    assert row.oracle.startswith("passed 1.00")  # the guard does not break the oracle

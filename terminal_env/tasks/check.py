@@ -48,6 +48,9 @@ class CheckRow:
     ok: bool = False
     reason: str = ""
     snoop_hits: list[str] = field(default_factory=list)
+    #: where the tests load agent-written code into their own process (static scan, then the
+    #: files the oracle run's test process executed from outside the interpreter and the tests)
+    in_process: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,6 +157,38 @@ def snoop_commands(task: Any) -> list[str]:
     ]
 
 
+# Ways test code loads a module from a path: onto sys.path, from a file, or run as a script.
+_LOADS = re.compile(
+    r"sys\.path\.(?:insert|append)\([^)\n]*\)|spec_from_file_location\([^)\n]*\)|"
+    r"SourceFileLoader\([^)\n]*\)|runpy\.run_path\([^)\n]*\)|exec\(\s*(?:open|compile)\("
+)
+IN_PROCESS_FIX = (
+    "the tests load the agent's code into the test process, where it runs with the test runner's "
+    "powers (it can end or rewrite the test run); run it in a subprocess instead "
+    "(subprocess.run([sys.executable, '-c', ...]) or the program's command line), as the bundled "
+    "tasks do"
+)
+
+
+def static_in_process(tests_dir: Path) -> list[str]:
+    r"""``file:line: code`` for each place a test file loads code from outside the tests.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "test_a.py").write_text("import sys\nsys.path.insert(0, '/app')\nsys.path.insert(0, '/tests')\n")
+    >>> static_in_process(d)
+    ["test_a.py:2: sys.path.insert(0, '/app')"]
+    """
+    found = []
+    for f in sorted(tests_dir.rglob("*.py")):
+        for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            for m in _LOADS.finditer(line):
+                text = m.group(0)
+                if any(ok in text for ok in ("/tests", "__file__", "TEST_DIR", "dirname(")):
+                    continue  # the tests' own helpers
+                found.append(f"{f.relative_to(tests_dir)}:{n}: {text[:120]}")
+    return found
+
+
 def _shq(s: str) -> str:
     return "'" + s.replace("'", "'\\''") + "'"
 
@@ -186,6 +221,11 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         row.oracle = f"{res.outcome.value} {reward:.2f}"
         row.checks = len(res.checks)
         problems = []
+        row.in_process = static_in_process(Path(task.tests_dir)) + [
+            f"the test process ran {m}" for m in res.guard_modules
+        ]
+        if row.in_process:
+            problems.append(f"{IN_PROCESS_FIX}: " + "; ".join(row.in_process[:5]))
         if res.outcome.value != "passed":
             problems.append(f"oracle: {res.outcome.value}: {res.message[:300]} {res.log_tail[-300:]}")
         if len(res.checks) < 3:

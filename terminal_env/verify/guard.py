@@ -70,7 +70,7 @@ def prepare_script() -> str:
     """Shell (run as root by the verifier) that makes the guard's directory fresh."""
     pth = " ".join(SITE_DIRS)
     return (
-        f"rm -rf {GUARD_DIR} && mkdir -p {RECORDS} && chmod 755 {GUARD_DIR} && "
+        f"rm -rf {GUARD_DIR} && mkdir -p {RECORDS} && chmod 755 {GUARD_DIR} && chmod 1777 {RECORDS} && "
         f"for d in {pth}; do [ -d \"$d\" ] && echo {GUARD_DIR} > \"$d/zz-terminal-env-guard.pth\"; done; true"
     )
 
@@ -142,16 +142,24 @@ def verdict(records: dict[str, bytes] | None, key: str, *, pytest_expected: bool
         return GuardVerdict(None, "unchecked: the tests ran no pytest session, so whether they "
                                   "ended normally could not be checked")
     modules: set[str] = set()
+    unseen = 0
     for name in sorted(records):
         events = _events(records[name], key)
         if events is None:
             return GuardVerdict(False, "the guard's record was altered during the test run")
+        if events and events[0].get("xdist"):
+            unseen += 1
+            continue
         problem = _session_problem(events)
         for e in events:
             modules.update(e.get("modules") or [])
         if problem:
             return GuardVerdict(False, problem, sorted(modules))
-    n = len(records)
+    n = len(records) - unseen
+    if unseen:
+        return GuardVerdict(None, f"unchecked: {unseen} pytest session(s) ran their tests in "
+                                  f"pytest-xdist workers, which the guard does not see"
+                                  + (f"; {n} other(s) ended normally" if n else ""), sorted(modules))
     return GuardVerdict(True, f"checked: {n} pytest session{'s' if n > 1 else ''} ended normally",
                         sorted(modules))
 

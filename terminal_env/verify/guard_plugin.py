@@ -152,8 +152,15 @@ def _outside_modules():
 def pytest_configure(config):
     if not _KEY or not _DIR or config.pluginmanager.has_plugin("terminal-env-guard"):
         return
+    try:
+        record = _Record(_DIR)
+    except OSError:  # cannot write (another user, a read-only /run): no record, which is a verdict
+        return
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # pytest-xdist: the tests run in worker processes this plugin does not see
+        record.write(event="start", pid=os.getpid(), xdist=True)
+        return
     if hasattr(sys, "addaudithook"):  # Python 3.8 and later
         sys.addaudithook(_audit)
-    record = _Record(_DIR)
     record.write(event="start", pid=os.getpid(), argv=sys.argv[:20], python=sys.version.split()[0])
     config.pluginmanager.register(_Guard(record), "terminal-env-guard")
