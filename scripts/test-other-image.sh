@@ -9,7 +9,7 @@
 # run, runs pytest, and points the tags back, whatever the outcome.
 #
 # Usage: bash scripts/test-other-image.sh [pytest args...]
-#   default pytest args: the tests that depend on what the image contains (-m docker)
+#   default pytest args: the whole suite (-q)
 #   KIND=debootstrap|host picks the kind explicitly instead of "the other one".
 # Not part of CI: it needs a second pair of base images (a minute or two to build, cached after)
 # and rebuilds the task images on top of them.
@@ -31,7 +31,7 @@ case "${KIND:-}" in
     *) say "KIND must be debootstrap or host, not '$KIND'"; exit 2 ;;
 esac
 say "this machine's base images are made by $current; testing against images made by $kind"
-.venv/bin/terminal-env images bootstrap --family all --source "$kind" --tag-suffix "-$kind" >&2
+.venv/bin/terminal-env images bootstrap --family all --source "$kind" --tag-suffix="-$kind" >&2
 
 # Remember what the project's tags point at, and put them back on any exit (the scratch tags keep
 # both kinds of image alive, so nothing is deleted by the swap).
@@ -48,5 +48,5 @@ for tag in terminal-env/base:bookworm-1 terminal-env/dev:bookworm-1; do
     docker tag "$tag-$kind" "$tag"
 done
 
-if [ "$#" -eq 0 ]; then set -- -q -m docker; fi
+if [ "$#" -eq 0 ]; then set -- -q; fi
 "$PY" -m pytest -p no:cacheprovider "$@"
