@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
+
+from _common import stats
 
 from terminal_env import TerminalEnv
 from terminal_env.agent import run_agent
@@ -38,11 +40,8 @@ REPLY = {
     "react": ("<thought>t</thought><action>true</action>", "<action>#!submit</action>"),
 }
 
-
-def stats(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    return {"n": len(xs), "median_ms": round(1000 * statistics.median(xs), 3),
-            "p90_ms": round(1000 * xs[int(0.9 * (len(xs) - 1))], 3), "mean_ms": round(1000 * statistics.fmean(xs), 3)}
+#: seconds in, {n, median_ms, p90_ms, mean_ms} out
+ms_stats = partial(stats, fields=("n", "median", "p90", "mean"), scale=1000, digits=3, suffix="_ms")
 
 
 def main() -> None:
@@ -84,8 +83,10 @@ def main() -> None:
     print(json.dumps({
         "harness": args.harness, "turns": len(turns), "termination": traj.termination,
         "outcome": traj.outcome,
-        "per_turn": {"total": stats(totals), "model": stats(model), "env": stats(envs), "loop": stats(loop)},
-        "baselines": {"bare_env_step_true": stats(bare_step), "bare_openai_create": stats(bare_http)},
+        "per_turn": {"total": ms_stats(totals), "model": ms_stats(model), "env": ms_stats(envs),
+                     "loop": ms_stats(loop)},
+        "baselines": {"bare_env_step_true": ms_stats(bare_step),
+                      "bare_openai_create": ms_stats(bare_http)},
         "trajectory_bytes_at_end": traj_bytes,
         "note": "loop = turn wall time - model call - env steps; includes the per-turn trajectory save, "
                 "whose cost grows with the trajectory",

@@ -69,18 +69,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from terminal_env import TerminalEnv, cleanup
-from terminal_env.engine import DOCKERD_LOG, get_client
+from _common import log
+
+from terminal_env import TerminalEnv
+from terminal_env.sandbox import cleanup
+from terminal_env.sandbox.engine import DOCKERD_LOG, get_client
 from terminal_env.sandbox import LABEL_MANAGED
 
 ROOT = Path(__file__).resolve().parent.parent
 WORD_STATS = ROOT / "tests" / "data" / "protected" / "word-stats"
 HARBOR_SUM = ROOT / "tests" / "data" / "tasks" / "harbor-sum"
 SUBMIT = "Done.\n```bash\n#!submit\n```"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------- records

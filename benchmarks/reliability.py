@@ -59,6 +59,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _common import log
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 PROTECTED = "tests/test_verify_protected.py"
@@ -151,10 +153,6 @@ def pytest_sessionfinish(session, exitstatus):
     with open(_OUT, "w") as fh:
         json.dump({"hypothesis_version": hypothesis.__version__, "tests": _tests}, fh)
 '''
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------- subprocesses
@@ -370,7 +368,7 @@ def soak(children: Children, tmp: Path, tag: str, args: argparse.Namespace) -> d
 
 # ---------------------------------------------------------------------------- (v) leaks
 def leaked(tag: str, pids: list[int], since: float) -> list[str]:
-    from terminal_env.engine import get_client
+    from terminal_env.sandbox.engine import get_client
     from terminal_env.sandbox import LABEL_MANAGED
 
     client = get_client()

@@ -42,11 +42,15 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from terminal_env import TerminalEnv, cleanup
-from terminal_env.engine import get_client
+import _common
+
+from terminal_env import TerminalEnv
+from terminal_env.sandbox import cleanup
+from terminal_env.sandbox.engine import get_client
 from terminal_env.sandbox import LABEL_MANAGED, LABEL_PREFIX, SandboxConfig
 from terminal_env.task import hello_task
 
@@ -55,22 +59,10 @@ HARBOR_SUM = ROOT / "tests" / "data" / "tasks" / "harbor-sum"
 DOCKER = os.environ.get("DOCKER", "docker")
 TARGET_RATIO = 1.2
 
-
-def log(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-def stats(samples_s: list[float]) -> dict[str, float | int]:
-    ms = sorted(s * 1000 for s in samples_s)
-    p90 = statistics.quantiles(ms, n=10, method="inclusive")[8] if len(ms) > 1 else ms[0]
-    return {
-        "n": len(ms),
-        "median_ms": round(statistics.median(ms), 2),
-        "p90_ms": round(p90, 2),
-        "mean_ms": round(statistics.fmean(ms), 2),
-        "min_ms": round(ms[0], 2),
-        "max_ms": round(ms[-1], 2),
-    }
+log = partial(_common.log, prefix="[bench] ")
+#: seconds in, {n, median_ms, p90_ms, mean_ms, min_ms, max_ms} out
+stats = partial(_common.stats, fields=("n", "median", "p90", "mean", "min", "max"),
+                scale=1000, digits=2, suffix="_ms")
 
 
 # ---------------------------------------------------------------------- the floor

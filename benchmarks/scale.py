@@ -27,28 +27,19 @@ import argparse
 import gc
 import json
 import os
-import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
+from _common import log, stats
+
 from terminal_env import TerminalEnv
-from terminal_env.engine import get_client
+from terminal_env.sandbox.engine import get_client
 from terminal_env.warm import WarmPool
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = str(ROOT / "tests" / "data" / "tasks" / "harbor-sum")
 SOLVE = "printf 'import sys\\nprint(sum(int(a) for a in sys.argv[1:]))\\n' > /app/sum.py"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * (len(xs) - 1)))] if xs else float("nan")
 
 
 # ---------------------------------------------------------------------------- throughput
@@ -106,12 +97,9 @@ def play(envs: int, steps: int, episodes: int, warm: int, run_id: str) -> dict:
         "envs": envs, "steps_per_episode": steps, "episodes": n, "wall_s": round(wall, 2),
         "episodes_per_minute": round(60 * (n - len(errors)) / wall, 1),
         "errors": len(errors), "error_messages": errors[:10], "outcomes": outcomes,
-        "step_ms": {"median": round(1000 * statistics.median(step_lat), 2) if step_lat else None,
-                    "p99": round(1000 * pct(step_lat, 0.99), 2) if step_lat else None},
-        "reset_s": {"median": round(statistics.median(resets), 3) if resets else None,
-                    "p90": round(pct(resets, 0.9), 3) if resets else None},
-        "verify_s": {"median": round(statistics.median(verify), 3) if verify else None,
-                     "p90": round(pct(verify, 0.9), 3) if verify else None},
+        "step_ms": stats(step_lat, ("median", "p99"), scale=1000, digits=2),
+        "reset_s": stats(resets, ("median", "p90"), digits=3),
+        "verify_s": stats(verify, ("median", "p90"), digits=3),
         "leaked_containers": len(client.containers.list(all=True, sparse=True,
                                                         filters={"label": f"terminal-env.run={run_id}"})),
     }

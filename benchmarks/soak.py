@@ -61,13 +61,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ (for scale.py)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ (for _common.py)
 
-from scale import log, pct  # the benchmarks' shared helpers
+from _common import log, stats  # the benchmarks' shared helpers
 
-from terminal_env import TerminalEnv, cleanup
+from terminal_env import TerminalEnv
+from terminal_env.sandbox import cleanup
 from terminal_env.actions import Command
-from terminal_env.engine import get_client
+from terminal_env.sandbox.engine import get_client
 from terminal_env.errors import InfraError
 from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy
 from terminal_env.sandbox import LABEL_MANAGED
@@ -411,9 +412,7 @@ class Phase:
         def lat(xs: list[float]) -> dict[str, Any]:
             if not xs:
                 return {"n": 0}
-            return {"n": len(xs), "p50": round(pct(xs, 0.5), 3), "p90": round(pct(xs, 0.9), 3),
-                    "p99": round(pct(xs, 0.99), 3), "max": round(max(xs), 3),
-                    "mean": round(statistics.fmean(xs), 3)}
+            return stats(xs, ("n", "p50", "p90", "p99", "max", "mean"), digits=3)
 
         per_agent = {a: lat([r["latency_s"] for r in recs if r["agent"] == a and r.get("outcome") is not None])
                      for a in AGENTS}

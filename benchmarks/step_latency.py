@@ -30,12 +30,14 @@ import json
 import os
 import platform
 import secrets
-import statistics
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
+from functools import partial
 from typing import Callable
+
+import _common
 
 from terminal_env import TerminalEnv
 from terminal_env.task import TaskSpec
@@ -44,22 +46,10 @@ DOCKER = os.environ.get("DOCKER", "docker")
 IMAGE = os.environ.get("TERMINAL_ENV_BENCH_IMAGE", "terminal-env/base:bookworm-1")
 SEQ_BYTES = len("".join(f"{i}\n" for i in range(1, 100001)))
 
-
-def log(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-def stats(samples_s: list[float]) -> dict[str, float | int]:
-    ms = sorted(s * 1000 for s in samples_s)
-    p99 = statistics.quantiles(ms, n=100, method="inclusive")[98] if len(ms) > 1 else ms[0]
-    return {
-        "n": len(ms),
-        "median_ms": round(statistics.median(ms), 3),
-        "p99_ms": round(p99, 3),
-        "mean_ms": round(statistics.fmean(ms), 3),
-        "min_ms": round(ms[0], 3),
-        "max_ms": round(ms[-1], 3),
-    }
+log = partial(_common.log, prefix="[bench] ")
+#: seconds in, {n, median_ms, p99_ms, mean_ms, min_ms, max_ms} out
+stats = partial(_common.stats, fields=("n", "median", "p99", "mean", "min", "max"),
+                scale=1000, digits=3, suffix="_ms")
 
 
 def bench(label: str, fn: Callable[[], object], n: int, warmup: int = 3,
@@ -80,7 +70,7 @@ def bench(label: str, fn: Callable[[], object], n: int, warmup: int = 3,
 
 def by_runtime(name: str, n: int, n_seq: int) -> dict:
     """env.step latency and a cold reset with the sandbox under the OCI runtime ``name``."""
-    from terminal_env.engine import get_client, require_runtimes
+    from terminal_env.sandbox.engine import get_client, require_runtimes
     from terminal_env.errors import ConfigError
 
     try:

@@ -20,7 +20,10 @@ import json
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
+
+from _common import log, stats
 
 from terminal_env import Sandbox, SandboxConfig, TerminalEnv
 from terminal_env.policies import OraclePolicy, run_episode
@@ -29,16 +32,8 @@ from terminal_env.tasks import load_task
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TASK = ROOT / "tests" / "data" / "protected" / "word-stats"
 
-
-def summary(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    return {
-        "n": len(xs),
-        "median_s": round(statistics.median(xs), 4),
-        "p90_s": round(xs[min(len(xs) - 1, int(0.9 * len(xs)))], 4),
-        "mean_s": round(statistics.fmean(xs), 4),
-        "max_s": round(xs[-1], 4),
-    }
+#: seconds in, {n, median_s, p90_s, mean_s, max_s} out
+summary = partial(stats, fields=("n", "median", "p90", "mean", "max"), digits=4, suffix="_s")
 
 
 def main() -> int:
@@ -58,7 +53,7 @@ def main() -> int:
             for k, v in t.items():
                 phases.setdefault(k, []).append(v)
             overhead.append(t["total"] - t.get("tests", 0.0))
-            print(f"episode {i}: reward {reward}, verify {t['total']:.3f} s", file=sys.stderr)
+            log(f"episode {i}: reward {reward}, verify {t['total']:.3f} s")
         image = env.task.image
     finally:
         env.close()
