@@ -56,12 +56,23 @@ import socket
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InfraError, TerminalEnvError
+from pydantic import ValidationError
+
+from .errors import ConfigError, EngineUnavailableError, InfraError, TerminalEnvError
+from .harness import harness_class
+from .models.registry import BACKEND_KINDS, parse_spec
+from .sandbox import LABEL_MANAGED, LABEL_PREFIX
+from .sandbox.cleanup import _boot_id, owner_alive
+from .sandbox.engine import get_client
+from .task import TaskSpec
+from .tasks import load_task
+from .trajectory import Trajectory
+from .trial import Backends, TrialOutcome, TrialSpec, masked_trajectory, play_trial
+from .warm import WarmPool
 
 INSTALL_HINT = "pip install 'terminal-env[ray]'"
 START_HINT = (
@@ -183,11 +194,7 @@ def _check_same_cluster(ray: Any, address: str) -> None:
 def task_ref(task: Any) -> dict[str, Any]:
     """A task as it travels to a worker: a directory by absolute path (with its tests digest), or
     a whole :class:`~terminal_env.task.TaskSpec`."""
-    from .task import TaskSpec
-
     if isinstance(task, (str, os.PathLike)):
-        from .tasks import load_task
-
         task = load_task(task)  # a missing or broken task fails here, on the driver
     if hasattr(task, "tests_digest") and hasattr(task, "path"):
         return {"path": os.path.abspath(task.path), "tests_digest": task.tests_digest, "name": task.name}
@@ -199,8 +206,6 @@ def backend_ref(backend: Any, options: dict[str, Any]) -> dict[str, Any]:
     """A model backend as it travels: a spec and its options (built on the worker), or a
     picklable backend object or zero-argument factory (each episode gets its own copy)."""
     if isinstance(backend, str):
-        from .models.registry import BACKEND_KINDS, parse_spec
-
         kind, _ = parse_spec(backend)
         if kind not in BACKEND_KINDS:
             raise ConfigError(f"unknown model kind {kind!r} in {backend!r}; "
@@ -211,25 +216,7 @@ def backend_ref(backend: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {"object": backend}
 
 
-def masked_trajectory(task: dict[str, Any], harness: str, model: str, error: str) -> Any:
-    """The record of an episode the infrastructure lost before it could end."""
-    from . import __version__
-    from .trajectory import ModelRef, TaskRef, Trajectory
-
-    return Trajectory(
-        terminal_env_version=__version__, task=TaskRef(name=task.get("name") or "?", path=task.get("path")),
-        harness=harness, model=ModelRef(name=model, backend="?"), termination="infra_error", masked=True,
-        error=error,
-    )
-
-
 # ---------------------------------------------------------------------- the worker (a Ray actor)
-
-
-def _boot_id() -> str:
-    from .cleanup import _boot_id as boot
-
-    return boot()
 
 
 class RolloutWorker:
@@ -237,21 +224,15 @@ class RolloutWorker:
     pool of its own; episodes run in the actor's threads. Every method answers with plain data
     (errors included), so that only the death of the worker reaches the driver as a Ray error."""
 
-    def __init__(self, index: int, warm: int = 0, creation_rate: float | None = None,
-                 env_config: dict[str, Any] | None = None):
-        import ray
-
-        from .warm import WarmPool
+    def __init__(self, index: int, warm: int = 0, creation_rate: float | None = None):
+        import ray  # the optional extra [ray]: only a Ray worker gets here
 
         self.index = index
-        self.env_config = dict(env_config or {})
         self.node = {"index": index, "node_id": ray.get_runtime_context().get_node_id(),
                      "host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid()}
         self.client: Any = None
         self.engine_error: str | None = None
         try:
-            from .engine import get_client
-
             self.client = get_client()
         except InfraError as exc:
             self.engine_error = str(exc)
@@ -259,7 +240,7 @@ class RolloutWorker:
         self._lock = threading.Lock()
         self._live: dict[str, tuple[str | None, Any]] = {}  # job id -> (run id, env)
         self._build_locks: dict[str, threading.Lock] = {}
-        self._backends: dict[str, Any] = {}
+        self.backends = Backends()
         self.episodes = self.failures = self.trials = 0
 
     # -- control (a concurrency group of its own: answers while every episode thread is busy)
@@ -291,87 +272,57 @@ class RolloutWorker:
 
     # -- episodes
     def rollout(self, job: dict[str, Any]) -> dict[str, Any]:
-        try:
-            traj = self._rollout(job)
-        except ConfigError as exc:
-            self._count(failed=True)
-            return {"kind": "config", "error": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - a bug: sent back with its traceback
-            self._count(failed=True)
-            return {"kind": "bug", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-        self._count(failed=traj.masked)
+        """One episode; its trajectory comes back as JSON (masked when the infrastructure failed)."""
+        outcome = self._play(job)
+        self._count(failed=outcome.failure is not None or outcome.traj.masked)
+        if outcome.failure in ("config", "model_setup"):
+            return {"kind": "config", "error": outcome.error.removeprefix("ConfigError: ")}
+        if outcome.failure == "bug":
+            return {"kind": "bug", "error": outcome.error, "traceback": outcome.traceback}
+        traj = outcome.traj
+        if outcome.failure == "infra":
+            ref = job["task"]
+            traj = masked_trajectory(ref.get("name"), job["spec"].get("harness", "generic"),
+                                     _model_name(job["backend"]), outcome.error, path=ref.get("path"))
         return {"trajectory": traj.model_dump_json(by_alias=True), "masked": traj.masked}
 
     def trial(self, job: dict[str, Any]) -> dict[str, Any]:
         """One try of a benchmark trial, played into a temporary directory; the files come back."""
-        from .runner.config import RunConfig
-        from .runner.run import TrialOutcome, play_trial, trial_env
-
-        config = RunConfig.model_validate(job["config"])
         with tempfile.TemporaryDirectory(prefix="terminal-env-trial-") as tmp:
-            tdir = Path(tmp)
-            try:
-                task = self._task(job["task"])
-                self._need_engine()
-            except ConfigError as exc:
-                outcome = TrialOutcome(failure="config", error=f"ConfigError: {exc}")
-            except InfraError as exc:
-                outcome = TrialOutcome(failure="infra", error=f"{type(exc).__name__}: {exc}")
-            else:
-                jid, run_id = job["id"], job.get("run_id")
-                outcome = play_trial(
-                    config, task, job["attempt"], tdir,
-                    make_env=lambda: trial_env(config, task, run_id, self.client, self._build_lock(task.name)),
-                    make_backend=lambda: self._backend(job["backend"]),
-                    track=lambda env, live: self._track(jid, run_id, env, live),
-                )
-            files = {p.name: p.read_bytes() for p in sorted(tdir.iterdir())
+            outcome = self._play(job, out_dir=Path(tmp))
+            files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir())
                      if p.is_file() and not p.name.startswith(".")}
         with self._lock:
             self.trials += 1
             self.failures += outcome.failure is not None or bool(outcome.traj is not None and outcome.traj.masked)
         return {"failure": outcome.failure, "error": outcome.error, "duration": outcome.duration, "files": files}
 
-    # -- helpers
-    def _rollout(self, job: dict[str, Any]) -> Any:
-        from .agent import run_agent
-        from .env import TerminalEnv
-        from .harness import get_harness
-        from .models.base import SamplingParams
-
-        task = self._task(job["task"])
-        harness = get_harness(job["harness"])
-        backend = self._backend(job["backend"])
-        name = task.name if hasattr(task, "name") else str(task.get("name", "?"))
+    def _play(self, job: dict[str, Any], out_dir: Path | None = None) -> TrialOutcome:
+        """The one trial driver, on this host's engine (a rollout also gets the warm pool)."""
         try:
+            spec = TrialSpec.model_validate(job["spec"])
+            task = self._task(job["task"])
             self._need_engine()
-            with self._build_lock(name):
-                env = TerminalEnv(task, config=dict(self.env_config), reward=job["reward"], client=self.client,
-                                  pool=self.pool)
-        except InfraError as exc:  # the image cannot be built, the engine is gone: masked
-            return masked_trajectory(job["task"], harness.name, _model_name(job["backend"]),
-                                     f"{type(exc).__name__}: {exc}")
-        self._track(job["id"], None, env, True)
-        try:
-            params = SamplingParams(**job["params"]) if job.get("params") else None
-            return run_agent(env, harness, backend, params=params, max_turns=job["max_turns"], seed=job.get("seed"))
-        finally:
-            self._track(job["id"], None, env, False)
-            env.close()
+        except ConfigError as exc:
+            return TrialOutcome(failure="config", error=f"ConfigError: {exc}")
+        except ValidationError as exc:
+            return TrialOutcome(failure="config", error=f"ConfigError: invalid trial: {exc}")
+        except InfraError as exc:
+            return TrialOutcome(failure="infra", error=f"{type(exc).__name__}: {exc}")
+        jid, run_id = job["id"], job.get("run_id")
+        return play_trial(
+            task, spec, lambda: self._backend(job["backend"]), out_dir=out_dir, title=job.get("title"),
+            client=self.client, pool=None if out_dir is not None else self.pool,
+            build_lock=self._build_lock(task.name), track=lambda env, live: self._track(jid, run_id, env, live),
+        )
 
     def _need_engine(self) -> None:
         if self.client is None:
-            from .errors import EngineUnavailableError
-
             raise EngineUnavailableError(f"on host {self.node['host']}: {self.engine_error}")
 
     def _task(self, ref: dict[str, Any]) -> Any:
         if "spec" in ref:
-            from .task import TaskSpec
-
             return TaskSpec.coerce(ref["spec"])
-        from .tasks import load_task
-
         path = Path(ref["path"])
         where = f"host {self.node['host']} (Ray node {self.node['node_id'][:8]})"
         if not path.is_dir():
@@ -389,21 +340,8 @@ class RolloutWorker:
 
     def _backend(self, ref: dict[str, Any]) -> Any:
         if "object" in ref:
-            obj = ref["object"]
-            return obj() if callable(obj) and not hasattr(obj, "complete") else obj
-        from .models.base import EpisodeAware
-        from .models.registry import make_backend
-
-        key = ref["spec"] + repr(sorted(ref["options"].items()))
-        with self._lock:
-            shared = self._backends.get(key)
-        if shared is not None:
-            return shared
-        made = make_backend(ref["spec"], **ref["options"])
-        if not isinstance(made, EpisodeAware):  # stateless: one per worker (one rate limiter)
-            with self._lock:
-                made = self._backends.setdefault(key, made)
-        return made
+            return self.backends.get(ref["object"])
+        return self.backends.get(ref["spec"], ref["options"])
 
     def _build_lock(self, name: str) -> threading.Lock:
         with self._lock:
@@ -440,8 +378,6 @@ def _model_name(ref: dict[str, Any]) -> str:
 
 def _owner_gone(labels: dict[str, str]) -> bool:
     """The container's owning process is dead (a zombie counts as dead)."""
-    from .cleanup import owner_alive
-
     alive = owner_alive(labels)
     if alive is not True:
         return alive is False
@@ -456,9 +392,6 @@ def _owner_gone(labels: dict[str, str]) -> bool:
 def remove_orphans(host: str, boot: str, pid: int, wait: float = 15.0) -> list[str]:
     """On the dead worker's host: remove the containers of the process (``host``, ``boot``,
     ``pid``) once it is gone. Returns the names removed."""
-    from .engine import get_client
-    from .sandbox import LABEL_MANAGED, LABEL_PREFIX
-
     if host != socket.gethostname() or boot != _boot_id():
         raise InfraError(f"remove_orphans for host {host} ran on {socket.gethostname()}")
     client = get_client()
@@ -587,23 +520,21 @@ class RayRollouts:
                       backend_options: dict[str, Any] | None = None) -> Any:
         """Play one episode on a worker and return its trajectory. A worker's death is retried and
         at worst masked, never raised; a mistake in the arguments raises :class:`ConfigError`."""
-        from .harness import harness_class
-        from .trajectory import Trajectory
-
         if self._closed:
             raise ConfigError("the Ray rollouts are closed")
         harness_class(harness)  # an unknown harness fails here, not on a worker
-        if params is not None and hasattr(params, "model_dump"):
-            params = params.model_dump()
+        spec = TrialSpec(harness=harness, params=params, max_turns=max_turns, reward=reward, seed=seed,
+                         env=self.env_config)
         job = {"id": uuid.uuid4().hex, "task": task_ref(task), "backend": backend_ref(backend, backend_options or {}),
-               "harness": harness, "params": params, "max_turns": max_turns, "reward": reward, "seed": seed}
+               "spec": spec.model_dump(mode="json")}
         reply = _raise_for(await asyncio.wrap_future(self._submit(self._call("rollout", job, self.max_task_retries))))
         if "trajectory" in reply:
             traj = Trajectory.model_validate_json(reply["trajectory"])
         else:
             tries = reply["tries"]
-            traj = masked_trajectory(job["task"], harness, _model_name(job["backend"]),
-                                     f"InfraError: {reply['lost']} (tried {tries} time{'s' * (tries > 1)})")
+            traj = masked_trajectory(job["task"].get("name"), harness, _model_name(job["backend"]),
+                                     f"InfraError: {reply['lost']} (tried {tries} time{'s' * (tries > 1)})",
+                                     path=job["task"].get("path"))
         traj.extra["ray"] = {**(reply.get("node") or {}), "tries": reply["tries"]}
         return traj
 
@@ -687,7 +618,7 @@ class RayRollouts:
 
         actor = _actor_class(self.concurrency).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=soft),
-        ).remote(index, self.warm, self.creation_rate, self.env_config)
+        ).remote(index, self.warm, self.creation_rate)
         return _Slot(index, actor, restarts)
 
     async def _ready(self, slot: _Slot) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
@@ -17,3 +19,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
         tmp.write_text(data)
     os.replace(tmp, path)
     return path
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    """:func:`write_atomic` of ``data`` as JSON (indented by one: small, still readable)."""
+    return write_atomic(path, json.dumps(data, indent=1, default=str))

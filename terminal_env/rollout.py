@@ -22,14 +22,17 @@ backend keeps episode state, else once), a backend object, or a zero-argument fa
 from __future__ import annotations
 
 import asyncio
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .distributed import RayRollouts
 from .errors import ConfigError
 from .models.base import SamplingParams
+from .sandbox.engine import get_client
 from .trajectory import Trajectory
+from .trial import Backends, TrialSpec, masked_trajectory, play_trial
+from .warm import WarmPool
 
 
 class RolloutPool:
@@ -50,26 +53,17 @@ class RolloutPool:
         self.max_concurrency = max_concurrency
         self.env_config = dict(env_config or {})
         self._sem: asyncio.Semaphore | None = None
-        self._backends: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._backends = Backends()
         self._closed = False
         self.ray = None
         if ray_address is not None:
-            from .distributed import RayRollouts
-
             self.ray = RayRollouts(ray_address, workers=ray_workers, warm=warm, creation_rate=creation_rate,
                                    env_config=self.env_config, concurrency=max_concurrency)
             self.pool = None
             self.client = None
             self._executor = None
             return
-        from .warm import WarmPool
-
-        if client is None:
-            from .engine import get_client
-
-            client = get_client()
-        self.client = client
+        self.client = client if client is not None else get_client()
         self.pool = WarmPool(size=warm, workers=fill_workers, creation_rate=creation_rate)
         self._executor = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="rollout")
 
@@ -138,39 +132,18 @@ class RolloutPool:
         await self.aclose()
 
     # ------------------------------------------------------------------ one episode (a thread)
-    def _backend(self, backend: Any, options: dict[str, Any]) -> Any:
-        if isinstance(backend, str):
-            from .models.base import EpisodeAware
-            from .models.registry import make_backend
-
-            key = backend + repr(sorted(options.items()))
-            with self._lock:
-                shared = self._backends.get(key)
-            if shared is not None:
-                return shared
-            made = make_backend(backend, **options)
-            if not isinstance(made, EpisodeAware):
-                with self._lock:
-                    self._backends.setdefault(key, made)
-            return made
-        if options:
-            raise ConfigError(f"backend options {sorted(options)} need a backend spec string, not an object")
-        if callable(backend) and not hasattr(backend, "complete"):
-            return backend()
-        return backend
-
     def _run(self, backend: Any, task: Any, harness: str, params: SamplingParams | None, max_turns: int,
              reward: str, trajectory_path: Any, seed: int | None, options: dict[str, Any]) -> Trajectory:
-        from .agent import run_agent
-        from .env import TerminalEnv
-        from .harness import get_harness
-
-        env = TerminalEnv(task, config=dict(self.env_config), reward=reward, client=self.client, pool=self.pool)
-        try:
-            return run_agent(env, get_harness(harness), self._backend(backend, options), params=params,
-                             max_turns=max_turns, trajectory_path=trajectory_path, seed=seed)
-        finally:
-            env.close()
+        spec = TrialSpec(harness=harness, params=params, max_turns=max_turns, reward=reward, seed=seed,
+                         env=self.env_config)
+        outcome = play_trial(task, spec, lambda: self._backends.get(backend, options),
+                             trajectory_path=trajectory_path, client=self.client, pool=self.pool)
+        if outcome.failure in ("config", "model_setup", "bug"):
+            raise outcome.exception  # the caller's mistake (or a bug): raised as it was
+        if outcome.failure == "infra":  # the image could not be built, the engine is gone
+            name = getattr(task, "name", None) or str(task)
+            return masked_trajectory(name, harness, getattr(backend, "name", str(backend)), outcome.error)
+        return outcome.traj
 
 
 async def rollout(backend: Any, task: Any, harness: str = "generic", **kw: Any) -> Trajectory:

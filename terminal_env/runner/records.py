@@ -16,14 +16,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
-from ..fileio import write_atomic
 
 RUN_SCHEMA = "terminal-env/run"
 RUN_VERSION = 1
@@ -68,10 +66,6 @@ class TrialResult(BaseModel):
 
 def trial_dir(run_dir: Path, task: str, attempt: int) -> Path:
     return run_dir / "trials" / task / str(attempt)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=1, default=str))
 
 
 def read_trial_result(path: Path) -> TrialResult:

@@ -16,20 +16,23 @@ import hashlib
 import json
 import threading
 import time
-import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import ValidationError
 
+from .. import __version__
+from ..distributed import RayRollouts, backend_ref, probe, require_ray, task_ref
 from ..errors import ConfigError
-from ..fileio import write_atomic
+from ..fileio import write_atomic, write_json_atomic
+from ..metrics import summarize
+from ..sandbox.engine import get_client, require_runtimes
+from ..trajectory import Trajectory
+from ..trial import Backends, TrialOutcome, TrialSpec, play_trial
 from .config import RunConfig, resolve_tasks
-from .records import (
-    RUN_SCHEMA, RUN_VERSION, TrialResult, load_results, read_trial_result, trial_dir, write_json_atomic,
-)
+from .progress import RunProgress
+from .records import RUN_SCHEMA, RUN_VERSION, TrialResult, load_results, read_trial_result, trial_dir
 
 BackendFactory = Callable[[], Any]
 
@@ -38,16 +41,17 @@ class ModelSetupError(ConfigError):
     """The model backend refused the run's configuration (bad key, unknown model): stop the run."""
 
 
-def default_backend_factory(config: RunConfig) -> BackendFactory:
-    """One backend shared by all trials when it is stateless (a server client keeps one rate
-    limiter), a fresh one per trial when it keeps episode state (scripted, oracle, replay)."""
-    from ..models.base import EpisodeAware
-    from ..models.registry import make_backend
-
-    first = make_backend(config.model, **config.model_options)
-    if not isinstance(first, EpisodeAware):
-        return lambda: first
-    return lambda: make_backend(config.model, **config.model_options)
+def trial_spec(config: RunConfig, task: Any, attempt: int, run_id: str) -> TrialSpec:
+    """What one trial of ``task`` plays under ``config``: its harness, sampling, budgets (the
+    task's own agent timeout unless the run sets one), reward, seed and recording."""
+    return TrialSpec(
+        harness=config.harness, harness_options=config.harness_options, params=config.params,
+        max_turns=config.max_turns, seed=config.seed + attempt, reward=config.reward, record=True,
+        verify_timeout=config.verify_timeout or None,
+        env={"max_steps": config.max_steps, "command_timeout": config.command_timeout,
+             "time_limit": config.episode_timeout or float(task.agent_timeout), "run_id": run_id,
+             "runtime": config.runtime},
+    )
 
 
 class Runner:
@@ -75,6 +79,7 @@ class Runner:
         self.client = client
         self.tasks = tasks if tasks is not None else resolve_tasks(config.tasks, allow_test=config.allow_test)
         self._factory = backend_factory
+        self._backends = Backends()
         self._console = console
         self._build_locks: dict[str, threading.Lock] = {t.name: threading.Lock() for t in self.tasks}
         self._built: dict[str, Any] = {}
@@ -93,8 +98,6 @@ class Runner:
             self._check_resume(manifest)
         else:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            from .. import __version__
-
             write_json_atomic(manifest, {
                 "schema": RUN_SCHEMA, "version": RUN_VERSION, "created": time.time(),
                 "terminal_env_version": __version__, "config": self.config.model_dump(mode="json"),
@@ -141,13 +144,9 @@ class Runner:
     # ------------------------------------------------------------------ running
     def run(self) -> dict[str, Any]:
         if self.ray_address is not None:  # a wrong address fails before the run directory is made
-            from ..distributed import probe, require_ray
-
             require_ray()
             probe(self.ray_address)
         if self.ray_address is None:  # a missing runtime fails before the run directory is made
-            from ..engine import get_client, require_runtimes
-
             wanted = [self.config.runtime] if self.config.runtime else [getattr(t, "runtime", None) for t in self.tasks]
             require_runtimes(get_client(), wanted)
         todo = self.prepare()
@@ -155,7 +154,8 @@ class Runner:
             self._ray = self._connect_ray()
             factory = None  # the workers build the backends
         else:
-            factory = self._factory or default_backend_factory(self.config)
+            factory = self._factory or (lambda: self._backends.get(self.config.model, self.config.model_options))
+            factory()  # a backend that refuses the configuration stops the run before any trial
         try:
             self._run_trials(todo, factory)
         finally:
@@ -167,8 +167,6 @@ class Runner:
     def _run_trials(self, todo: list[tuple[Any, int]], factory: BackendFactory | None) -> None:
         total = len(self.tasks) * self.config.attempts
         done0 = total - len(todo)
-        from .progress import RunProgress
-
         progress = RunProgress(total, done0, enabled=self.config.progress, console=self._console)
         pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="trial")
         with progress:
@@ -198,8 +196,6 @@ class Runner:
         pool.shutdown(wait=True)
 
     def summarize(self) -> dict[str, Any]:
-        from ..metrics import summarize
-
         results = load_results(self.run_dir)
         summary = summarize(results, attempts=self.config.attempts, seed=self.config.seed)
         summary["run"] = {"harness": self.config.harness, "model": self.config.model,
@@ -243,15 +239,14 @@ class Runner:
         base = TrialResult(task=task.name, attempt=attempt, category=task.category,
                            difficulty=task.difficulty, split=task.split,
                            trial_dir=str(tdir.relative_to(self.run_dir)), started=time.time())
+        spec = trial_spec(self.config, task, attempt, self.run_id)
         if self._ray is not None:
-            outcome = self._remote_try(task, attempt, tdir)
+            outcome = self._remote_try(task, spec, tdir, title=f"{task.name} attempt {attempt}")
         else:
             assert factory is not None
-            outcome = play_trial(
-                self.config, task, attempt, tdir,
-                make_env=lambda: trial_env(self.config, task, self.run_id, self.client, self._build_locks[task.name]),
-                make_backend=factory, track=self._track_env,
-            )
+            outcome = play_trial(task, spec, factory, out_dir=tdir, title=f"{task.name} attempt {attempt}",
+                                 client=self.client, build_lock=self._build_locks[task.name],
+                                 track=self._track_env)
         return trial_result(base, outcome)
 
     def _track_env(self, env: Any, live: bool) -> None:
@@ -263,26 +258,19 @@ class Runner:
 
     # ------------------------------------------------------------------ on Ray workers
     def _connect_ray(self) -> Any:
-        from ..distributed import RayRollouts
-
         self._backend_ref()  # the backend is built on the workers: a bad spec fails here
         return RayRollouts(self.ray_address, workers=self.ray_workers, concurrency=self.config.concurrency)
 
     def _backend_ref(self) -> dict[str, Any]:
-        from ..distributed import backend_ref
-
         if self._factory is not None:
             return backend_ref(self._factory, {})
         return backend_ref(self.config.model, self.config.model_options)
 
-    def _remote_try(self, task: Any, attempt: int, tdir: Path) -> TrialOutcome:
+    def _remote_try(self, task: Any, spec: TrialSpec, tdir: Path, title: str) -> TrialOutcome:
         """One try on a Ray worker: the worker plays the trial in a directory of its own and sends
         back the files; they are written here, where the run directory is."""
-        from ..distributed import task_ref
-        from ..trajectory import Trajectory
-
         reply = self._ray.run_trial({
-            "task": task_ref(task), "attempt": attempt, "config": self.config.model_dump(mode="json"),
+            "task": task_ref(task), "spec": spec.model_dump(mode="json"), "title": title,
             "run_id": self.run_id, "backend": self._backend_ref(),
         })
         if "lost" in reply:
@@ -298,97 +286,7 @@ class Runner:
         return TrialOutcome(traj=traj, failure=reply["failure"], error=reply["error"], duration=reply["duration"])
 
 
-# ---------------------------------------------------------------------- one trial, anywhere
-# The local runner and the Ray workers (terminal_env.distributed) share these: a trial is played
-# into a directory (play_trial), and its outcome becomes a TrialResult (trial_result).
-
-
-@dataclass
-class TrialOutcome:
-    """How one try of a trial ended, wherever it ran."""
-
-    traj: Any = None
-    #: None when the episode ran to its end (``traj`` says how); else why it could not:
-    #: "model_setup" (the backend refused the configuration: the run stops), "config" (this
-    #: trial's own mistake, e.g. a failing task setup), "infra", or "bug" (see error.txt)
-    failure: str | None = None
-    error: str | None = None
-    duration: float = 0.0
-
-
-def trial_env(config: RunConfig, task: Any, run_id: str, client: Any, build_lock: Any) -> Any:
-    """The environment of one trial of ``task`` under ``config``."""
-    from ..env import EnvConfig, TerminalEnv
-
-    cfg = EnvConfig(
-        max_steps=config.max_steps,
-        command_timeout=config.command_timeout,
-        time_limit=config.episode_timeout or float(task.agent_timeout),
-        run_id=run_id,
-        runtime=config.runtime,
-    )
-    with build_lock:  # one build per task image, even with many workers
-        env = TerminalEnv(task, config=cfg, reward=config.reward, client=client)
-    if config.verify_timeout and env.verifier is not None:
-        env.verifier.timeout = config.verify_timeout
-    return env
-
-
-def play_trial(
-    config: RunConfig,
-    task: Any,
-    attempt: int,
-    tdir: Path,
-    *,
-    make_env: Callable[[], Any],
-    make_backend: BackendFactory,
-    track: Callable[[Any, bool], None] | None = None,
-) -> TrialOutcome:
-    """Play one try of a trial, writing trajectory.json, recording.cast and the verifier's files
-    (or error.txt) into ``tdir``. ``track(env, live)`` is told when the environment exists and
-    when it is gone (a stopping run closes the live ones)."""
-    from ..agent import run_agent
-    from ..errors import InfraError
-    from ..harness import get_harness
-    from ..models.base import ModelConfigError
-    from ..recording import CastRecorder
-
-    t0 = time.monotonic()
-    env = recorder = traj = None
-    failure = error = None
-    try:
-        env = make_env()
-        if track is not None:
-            track(env, True)
-        harness = get_harness(config.harness, **config.harness_options)
-        backend = make_backend()
-        recorder = CastRecorder(tdir / "recording.cast", width=env.config.cols, height=env.config.rows,
-                                title=f"{task.name} attempt {attempt}")
-        traj = run_agent(env, harness, backend, params=config.params, max_turns=config.max_turns,
-                         trajectory_path=tdir / "trajectory.json", recorder=recorder,
-                         seed=config.seed + attempt)
-    except ModelConfigError as exc:
-        failure, error = "model_setup", str(exc)
-    except ConfigError as exc:  # e.g. a task whose setup fails: this trial only
-        failure, error = "config", f"ConfigError: {exc}"
-    except InfraError as exc:
-        failure, error = "infra", f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # a bug must not take the whole run down; it is kept for the report
-        (tdir / "error.txt").write_text(traceback.format_exc())
-        failure, error = "bug", f"{type(exc).__name__}: {exc} (see error.txt)"
-    finally:
-        if recorder is not None:
-            recorder.close()
-        if env is not None:
-            env.close()
-            if track is not None:
-                track(env, False)
-    if failure is None:
-        v = traj.verification or {}
-        if v:
-            write_json_atomic(tdir / "verifier.json", v)
-            (tdir / "verifier.log").write_text(v.get("log_tail") or "")
-    return TrialOutcome(traj=traj, failure=failure, error=error, duration=time.monotonic() - t0)
+# ---------------------------------------------------------------------- the record of a trial
 
 
 def trial_result(base: TrialResult, outcome: TrialOutcome) -> TrialResult:
