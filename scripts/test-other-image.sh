@@ -19,7 +19,7 @@ PY=.venv/bin/python
 say() { echo "test-other-image: $*" >&2; }
 [ -x "$PY" ] || { say "no .venv: run 'bash scripts/setup.sh' first"; exit 2; }
 
-current=$("$PY" -c 'from terminal_env import images, engine
+current=$("$PY" -c 'from terminal_env.sandbox import images, engine
 print(images.image_source(engine.get_client(), images.BASE_IMAGE) or "none")')
 case "${KIND:-}" in
     "") case "$current" in

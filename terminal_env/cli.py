@@ -25,7 +25,7 @@ err_console = Console(stderr=True, highlight=False)
 
 # ---------------------------------------------------------------------------- commands
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from . import engine, images
+    from .sandbox import engine, images
 
     if args.fix:
         engine.ensure_engine(log=lambda m: console.print(f"[dim]{m}[/dim]"))
@@ -47,7 +47,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "[green]ok[/green]",
             ", ".join(runtimes) + ("" if "runsc" in runtimes else " (no runsc: the gVisor hardened mode is unavailable; SECURITY.md)"),
         )
-        from .verify.freeze import host_sweep_possible
+        from .sandbox.sweep import host_sweep_possible
 
         host = host_sweep_possible()
         table.add_row(
@@ -75,7 +75,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_images_bootstrap(args: argparse.Namespace) -> int:
-    from . import engine, images
+    from .sandbox import engine, images
 
     engine.ensure_engine(log=lambda m: console.print(f"[dim]{m}[/dim]"))
     t0 = time.monotonic()
@@ -94,7 +94,7 @@ def cmd_images_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from .cleanup import gc
+    from .sandbox.cleanup import gc
 
     records = gc(everything=args.all, dry_run=args.dry_run)
     if args.json:

@@ -28,7 +28,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .actions import Command, Keys, Submit, parse_action
-from .engine import engine_errors
+from .sandbox.engine import engine_errors
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
 from .sandbox import FirstShellMode, Sandbox, default_first_shell

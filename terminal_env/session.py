@@ -37,7 +37,7 @@ import docker.errors
 import pexpect
 from pexpect import fdpexpect
 
-from ._dockerio import ExecSocket
+from .sandbox.dockerio import ExecSocket
 from .errors import SandboxGoneError, SessionError
 from .output import OutputBuffer, clean_text, truncate_middle
 from .sandbox import Sandbox

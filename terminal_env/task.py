@@ -33,7 +33,7 @@ class TaskSpec(BaseModel):
     network: bool = False
     #: OCI runtime of the sandbox ("runsc" for gVisor); None: the engine's default
     runtime: str | None = None
-    #: disk budget of the sandbox's writable layer, MB (None: unlimited); see terminal_env.disk
+    #: disk budget of the sandbox's writable layer, MB (None: unlimited); see terminal_env.sandbox.disk
     storage_mb: int | None = Field(None, ge=1)
     #: files written into the sandbox before the episode, {absolute path: content}
     files: dict[str, str] = Field(default_factory=dict)

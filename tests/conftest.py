@@ -10,14 +10,14 @@ BASE = "terminal-env/base:bookworm-1"
 
 @pytest.fixture(scope="session")
 def client():
-    from terminal_env.engine import get_client
+    from terminal_env.sandbox.engine import get_client
 
     return get_client()
 
 
 @pytest.fixture(scope="session")
 def base_image(client):
-    from terminal_env.images import require_image
+    from terminal_env.sandbox.images import require_image
 
     require_image(client, BASE)  # raises with "run `terminal-env images bootstrap`"
     return BASE
@@ -46,6 +46,6 @@ def _no_containers_left(request):
     yield
     if not any(item.get_closest_marker("docker") for item in request.session.items):
         return
-    from terminal_env import cleanup
+    from terminal_env.sandbox import cleanup
 
     assert cleanup.live_count() == 0, "sandboxes still registered at the end of the test run"

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from terminal_env import cleanup
-from terminal_env.disk import MB, DiskGuard, scan_usage
+from terminal_env.sandbox import cleanup
+from terminal_env.sandbox.disk import MB, DiskGuard, scan_usage
 from terminal_env.env import TerminalEnv
 from terminal_env.task import TaskSpec
 

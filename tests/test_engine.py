@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from terminal_env import engine
+from terminal_env.sandbox import engine
 from terminal_env.errors import EngineUnavailableError
 
 MISSING_SOCKET = "unix:///nonexistent.sock"

@@ -115,7 +115,7 @@ def test_bad_input_raises_config_errors(env, base_image):
 
 
 def test_failing_setup_names_the_task_and_leaves_nothing(client, base_image):
-    from terminal_env import cleanup
+    from terminal_env.sandbox import cleanup
 
     before = cleanup.live_count()
     e = TerminalEnv({"name": "broken-setup", "instruction": "x", "setup": ["exit 5"]})

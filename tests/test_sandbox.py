@@ -12,7 +12,7 @@ import time
 import pytest
 
 from terminal_env import Sandbox, SandboxConfig
-from terminal_env.cleanup import gc
+from terminal_env.sandbox.cleanup import gc
 from terminal_env.errors import ConfigError, ImageNotFoundError, SandboxError, SandboxGoneError
 
 pytestmark = pytest.mark.docker

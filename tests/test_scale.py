@@ -208,7 +208,7 @@ class _Forwarder:
 
 @pytest.mark.docker
 def test_remote_engine_through_docker_host(monkeypatch, base_image):
-    from terminal_env import engine
+    from terminal_env.sandbox import engine
 
     fwd = _Forwarder()
     monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{fwd.port}")
@@ -252,7 +252,7 @@ def test_an_engine_that_stops_mid_episode_is_an_infrastructure_error(monkeypatch
     assert run_label(client, "engine-stop")  # still there: nobody could remove it
     back = _Forwarder(port=fwd.port)  # the engine answers again
     try:
-        from terminal_env import cleanup
+        from terminal_env.sandbox import cleanup
 
         cleanup.remove_all()  # what the exit handler does
         assert wait_gone(client, "engine-stop") == 0

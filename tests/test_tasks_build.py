@@ -14,9 +14,10 @@ import pytest
 
 from terminal_env import Sandbox, SandboxConfig
 from terminal_env.errors import ConfigError, ImageBuildError, ImageNotFoundError
-from terminal_env.images import BASE_IMAGE
+from terminal_env.sandbox.images import BASE_IMAGE
 from terminal_env.tasks import build_image, image_tag, import_tb1, load_task, plan_build
-from terminal_env.tasks.build import CA_PATH, LABEL_ENV_DIGEST, LABEL_TASK, dockerfile_workdir
+from terminal_env.tasks.build import CA_PATH, LABEL_ENV_DIGEST, LABEL_TASK
+from terminal_env.tasks.dockerfile import dockerfile_workdir
 
 TASKS = Path(__file__).parent / "data" / "tasks"
 RUN = secrets.token_hex(3)  # this run's task names, so images of earlier runs are never hits
@@ -99,7 +100,7 @@ def test_dockerfile_workdir():
 
 @pytest.fixture(scope="module")
 def engine():
-    from terminal_env.engine import get_client
+    from terminal_env.sandbox.engine import get_client
 
     client = get_client()
     yield client

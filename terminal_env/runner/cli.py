@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         # The runner removed the sandboxes and recorded no unfinished trial. Worker threads may
         # still wait on a model server; do not wait for them.
-        from ..cleanup import remove_all
+        from ..sandbox.cleanup import remove_all
 
         remove_all()  # os._exit skips atexit: remove what a late worker may have started
         console.print(f"interrupted: finished trials are kept; resume with the same command (--out {out})")

@@ -10,7 +10,7 @@
 from .build import build_image, ca_env, image_tag, plan_build
 from .load import find_tasks, load_task, read_task, validate
 from .model import Problem, Task, TaskFormatError
-from .tb1 import import_tb1
+from .tb1_import import import_tb1
 
 __all__ = [
     "Problem", "Task", "TaskFormatError", "build_image", "ca_env", "find_tasks", "image_tag",

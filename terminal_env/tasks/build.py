@@ -7,7 +7,7 @@ and Dockerfile, the base-image mapping actually applied, and the CA bundle injec
 * anything changed        -> a new tag, built from a temporary copy of the context.
 
 Offline, ``FROM`` images that cannot be pulled are rewritten to local stand-ins
-(:data:`terminal_env.images.BASE_IMAGE_ALIASES`, extended by ``base_map``); a ``FROM`` that is
+(:data:`terminal_env.sandbox.images.BASE_IMAGE_ALIASES`, extended by ``base_map``); a ``FROM`` that is
 neither local nor mapped is refused before building, naming the remedy. The task directory is
 never modified: the rewritten Dockerfile lives in the temporary copy.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 import queue
 import re
 import shutil
@@ -32,15 +31,15 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import docker
 import requests
 
-from ..engine import get_client
 from ..errors import ConfigError, ImageBuildError, ImageNotFoundError
-from ..images import BASE_IMAGE, BASE_IMAGE_ALIASES, image_exists, map_base_image
-from .model import Task
+from ..sandbox.engine import get_client
+from ..sandbox.images import BASE_IMAGE, BASE_IMAGE_ALIASES, image_exists, map_base_image
+from .dockerfile import from_lines, parse_dockerfile
 
 BUILD_FORMAT = 1  # bump when this module changes what ends up in an image
 TAG_PREFIX = "terminal-env/task-"
@@ -63,120 +62,22 @@ def ca_env(path_in_container: str = CA_PATH) -> dict[str, str]:
     return {name: path_in_container for name in names}
 
 
-# ---- Dockerfile reading --------------------------------------------------------------------
-
-
-@dataclass
-class Instruction:
-    start: int  # index of its first line
-    end: int  # index of its last line (continuations included)
-    keyword: str  # upper case
-    args: str  # the arguments, continuation lines joined
-
-
-_DIRECTIVE = re.compile(r"#\s*([a-zA-Z]+)\s*=\s*(\S+)\s*$")
-
-
-def parse_dockerfile(text: str) -> tuple[list[str], list[Instruction]]:
-    """The lines of a Dockerfile and its instructions (comments, blank lines, continuations and
-    the ``escape`` parser directive handled as the engine does).
-
-    >>> _, ins = parse_dockerfile("# c\\nFROM a AS b\\nRUN x \\\\\\n  # note\\n  y\\n")
-    >>> [(i.keyword, i.args, i.start, i.end) for i in ins]
-    [('FROM', 'a AS b', 1, 1), ('RUN', 'x y', 2, 4)]
-    """
-    lines = text.splitlines(keepends=True)
-    escape = "\\"
-    for line in lines:  # parser directives: only at the very top
-        m = _DIRECTIVE.match(line.strip())
-        if not m:
-            break
-        if m.group(1).lower() == "escape":
-            escape = m.group(2)[:1] or "\\"
-    out: list[Instruction] = []
-    i = 0
-    while i < len(lines):
-        if not lines[i].strip() or lines[i].lstrip().startswith("#"):
-            i += 1
-            continue
-        start, parts = i, []
-        while i < len(lines):
-            cur = lines[i].rstrip("\r\n").rstrip()
-            if cur.endswith(escape):
-                parts.append(cur[:-1])
-                i += 1
-                while i < len(lines) and lines[i].lstrip().startswith("#"):
-                    i += 1  # comment lines inside a continuation are dropped
-                continue
-            parts.append(cur)
-            break
-        end = min(i, len(lines) - 1)
-        i += 1
-        joined = " ".join(p.strip() for p in parts if p.strip())
-        keyword, _, args = joined.partition(" ")
-        out.append(Instruction(start, end, keyword.upper(), args.strip()))
-    return lines, out
-
-
-def _substitute(text: str, args: dict[str, str]) -> str:
-    """``$A``, ``${A}``, ``${A:-d}``, ``${A:+x}`` from ``args``; unknown names stay as written."""
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2)
-        op, word = m.group(3), m.group(4) or ""
-        value = args.get(name)
-        if op == ":-":
-            return value if value else word
-        if op == ":+":
-            return word if value else ""
-        return value if value is not None else m.group(0)
-
-    return re.sub(r"\$(?:(\w+)|\{(\w+)(?:(:-|:\+)([^}]*))?\})", sub, text)
-
-
-@dataclass
-class FromLine:
-    index: int  # of the instruction
-    flags: list[str]
-    image: str  # with global ARGs substituted
-    stage: str | None
-
-
-def from_lines(instructions: list[Instruction]) -> list[FromLine]:
-    """The FROM instructions, with global ARG defaults substituted into the image."""
-    global_args: dict[str, str] = {}
-    out: list[FromLine] = []
-    for n, ins in enumerate(instructions):
-        if ins.keyword == "ARG" and not out:
-            for item in ins.args.split():
-                key, _, value = item.partition("=")
-                global_args[key] = value.strip("\"'")
-        elif ins.keyword == "FROM":
-            tokens = ins.args.split()
-            flags = [t for t in tokens if t.startswith("--")]
-            rest = [t for t in tokens if not t.startswith("--")]
-            if not rest:
-                continue
-            stage = rest[2] if len(rest) >= 3 and rest[1].lower() == "as" else None
-            out.append(FromLine(n, flags, _substitute(rest[0], global_args), stage))
-    return out
-
-
-def dockerfile_workdir(text: str) -> str | None:
-    """The working directory the final stage ends with, when it is plain (no variables)."""
-    _, instructions = parse_dockerfile(text)
-    workdir: str | None = None
-    for ins in instructions:
-        if ins.keyword == "FROM":
-            workdir = None
-        elif ins.keyword == "WORKDIR" and ins.args:
-            path = ins.args.strip().strip("\"'")
-            if "$" in path:
-                return None
-            workdir = posixpath.normpath(posixpath.join(workdir or "/", path))
-    return workdir
-
-
 # ---- the plan: what to build, under which tag (no engine needed) ---------------------------
+
+
+class BuildableTask(Protocol):
+    """What this module reads of a task; a loaded :class:`~terminal_env.tasks.model.Task` has it
+    all. A protocol rather than that class: ``Task.to_spec`` builds the image through this module,
+    so this module must not depend on the one defining ``Task``."""
+
+    name: str
+    path: Path
+    environment_dir: Path
+    dockerfile: Path | None
+    docker_image: str | None
+    context_excludes: tuple[str, ...]
+    environment_digest: str
+    build_timeout: float
 
 
 @dataclass
@@ -209,10 +110,11 @@ def _read_ca(ca_bundle: str | Path | None) -> bytes | None:
 
 
 def plan_build(
-    task: Task, *, base_map: dict[str, str] | None = None, ca_bundle: str | Path | None = None
+    task: BuildableTask, *, base_map: dict[str, str] | None = None,
+    ca_bundle: str | Path | None = None,
 ) -> BuildPlan:
     """Decide the Dockerfile to build and the tag it gets, without touching the engine.
-    ``base_map`` extends (and overrides) :data:`~terminal_env.images.BASE_IMAGE_ALIASES`."""
+    ``base_map`` extends (and overrides) :data:`~terminal_env.sandbox.images.BASE_IMAGE_ALIASES`."""
     mapping = {**BASE_IMAGE_ALIASES, **(base_map or {})}
     ca = _read_ca(ca_bundle)
     if task.dockerfile is None:  # a prebuilt image: build only to inject the CA bundle
@@ -275,7 +177,7 @@ def plan_build(
                      images, applied, ca)
 
 
-def image_tag(task: Task, *, base_map: dict[str, str] | None = None,
+def image_tag(task: BuildableTask, *, base_map: dict[str, str] | None = None,
               ca_bundle: str | Path | None = None) -> str:
     """The tag :func:`build_image` gives (or gave) this task's image."""
     return plan_build(task, base_map=base_map, ca_bundle=ca_bundle).tag
@@ -285,7 +187,7 @@ def image_tag(task: Task, *, base_map: dict[str, str] | None = None,
 
 
 def build_image(
-    task: Task,
+    task: BuildableTask,
     client: docker.DockerClient | None = None,
     *,
     base_map: dict[str, str] | None = None,
@@ -353,7 +255,7 @@ def _same_bases(client: docker.DockerClient, plan: BuildPlan) -> bool:
 
 
 def _require_from(
-    client: docker.DockerClient, task: Task, plan: BuildPlan, refs: list[str]
+    client: docker.DockerClient, task: BuildableTask, plan: BuildPlan, refs: list[str]
 ) -> None:
     missing = [ref for ref in dict.fromkeys(refs) if not image_exists(client, ref)]
     if not missing:
@@ -385,7 +287,7 @@ def _abort(response: Any) -> None:
         pass
 
 
-def _run_build(client: docker.DockerClient, task: Task, plan: BuildPlan, context: Path,
+def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan, context: Path,
                dockerfile: Path, limit: float, log: Callable[[str], None]) -> None:
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 

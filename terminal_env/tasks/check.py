@@ -16,6 +16,7 @@ name with the reason.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import random
 import re
@@ -25,7 +26,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..actions import Command
+from ..env import TerminalEnv
 from ..errors import TerminalEnvError
+from ..policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
+from ..sandbox import Sandbox, SandboxConfig
+from ..sandbox.images import map_base_image
+from .build import build_image
+from .load import load_task
 
 CANARY = "TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30"
 _NEEDLES_FILE = "/tmp/.te-snoop-needles"
@@ -83,8 +90,6 @@ def _secret_files(task: Any) -> dict[str, bytes]:
 
 def base_image_of(task: Any) -> str | None:
     """The image the task's Dockerfile starts FROM (after the offline mapping)."""
-    from ..images import map_base_image
-
     for line in Path(task.dockerfile).read_text(errors="replace").splitlines():
         words = line.split()
         if words and words[0].upper() == "FROM":
@@ -98,8 +103,6 @@ def innocent(
 ) -> tuple[set[str], set[str], set[str]]:
     """Needles and hashes already present in the pristine base image: they cannot be leaks of
     this task (common code lines, stock files), so the snoop ignores them."""
-    from ..sandbox import Sandbox, SandboxConfig
-
     image = base_image_of(task)
     if not image:
         return set(), set()
@@ -157,11 +160,11 @@ def snoop_commands(task: Any) -> list[str]:
     ]
 
 
-# Ways test code loads a module from a path: onto sys.path, from a file, or run as a script.
-_LOADS = re.compile(
-    r"sys\.path\.(?:insert|append)\([^)\n]*\)|spec_from_file_location\([^)\n]*\)|"
-    r"SourceFileLoader\([^)\n]*\)|runpy\.run_path\([^)\n]*\)|exec\(\s*(?:open|compile)\("
-)
+# Calls by which test code loads a module from a path into its own process.
+_LOADERS = {
+    "sys.path.insert", "sys.path.append", "spec_from_file_location", "SourceFileLoader",
+    "run_path", "exec", "load_source",
+}
 IN_PROCESS_FIX = (
     "the tests load the agent's code into the test process, where it runs with the test runner's "
     "powers (it can end or rewrite the test run); run it in a subprocess instead "
@@ -170,22 +173,42 @@ IN_PROCESS_FIX = (
 )
 
 
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 def static_in_process(tests_dir: Path) -> list[str]:
-    r"""``file:line: code`` for each place a test file loads code from outside the tests.
+    r"""``file:line: code`` for each call by which a test file loads code from outside the tests
+    into its own process. Parsed, not grepped: code inside a string (a driver script the tests
+    run in a subprocess) does not count, nor do paths under ``/tests`` or next to the test file.
 
     >>> import tempfile; d = Path(tempfile.mkdtemp())
-    >>> _ = (d / "test_a.py").write_text("import sys\nsys.path.insert(0, '/app')\nsys.path.insert(0, '/tests')\n")
+    >>> _ = (d / "test_a.py").write_text("import sys\nsys.path.insert(0, '/app')\n"
+    ...     "sys.path.insert(0, '/tests')\nDRIVER = 'sys.path.insert(0, \"/app\")'\n")
     >>> static_in_process(d)
     ["test_a.py:2: sys.path.insert(0, '/app')"]
     """
     found = []
     for f in sorted(tests_dir.rglob("*.py")):
-        for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
-            for m in _LOADS.finditer(line):
-                text = m.group(0)
-                if any(ok in text for ok in ("/tests", "__file__", "TEST_DIR", "dirname(")):
-                    continue  # the tests' own helpers
-                found.append(f"{f.relative_to(tests_dir)}:{n}: {text[:120]}")
+        text = f.read_text(errors="replace")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue  # the tests themselves will say so
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _dotted(node.func)
+            if name not in _LOADERS and name.rsplit(".", 1)[-1] not in _LOADERS - {"exec"}:
+                continue
+            code = ast.get_source_segment(text, node) or name
+            if name == "exec" and not (node.args and isinstance(node.args[0], ast.Call)):
+                continue  # exec of a literal or a variable: not a file
+            if any(ok in code for ok in ("/tests", "__file__", "TEST_DIR")):
+                continue  # the tests' own helpers
+            found.append(f"{f.relative_to(tests_dir)}:{node.lineno}: {code[:120]}")
     return found
 
 
@@ -195,11 +218,6 @@ def _shq(s: str) -> str:
 
 def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None, **env_kw: Any) -> CheckRow:
     """Build ``path`` and run the three probes; never raises for a broken task."""
-    from ..env import TerminalEnv
-    from ..policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
-    from .build import build_image
-    from .load import load_task
-
     row = CheckRow(task=Path(path).name, path=str(path))
     t_start = time.perf_counter()
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rich.console import Console
@@ -17,7 +18,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ConfigError, InfraError
+from ..sandbox.engine import get_client
+from ..sandbox.images import image_exists
+from .build import build_image, image_tag
+from .check import check_task, sample_paths
+from .load import find_tasks, load_task, read_task, validate
 from .model import Problem
+from .tb1_import import import_tb1
 
 console = Console(highlight=False)
 
@@ -35,8 +42,6 @@ def _problem_table(problems: list[Problem], title: str) -> Table:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .load import find_tasks, validate
-
     problems = validate(args.paths, strict=args.strict)
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
@@ -74,11 +79,6 @@ def parse_base_map(items: list[str] | None) -> dict[str, str]:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from ..engine import get_client
-    from ..images import image_exists
-    from .build import build_image, image_tag
-    from .load import find_tasks, load_task
-
     base_map = parse_base_map(args.base_map)
     tasks = [load_task(p) for p in find_tasks(args.paths)]  # every task valid before any build
     client = get_client()
@@ -112,9 +112,6 @@ def _progress(line: str, verbose: bool) -> None:
 
 
 def cmd_import_tb1(args: argparse.Namespace) -> int:
-    from .load import read_task
-    from .tb1 import import_tb1
-
     dest = import_tb1(args.src, args.dest)
     _, problems = read_task(dest)
     if problems:
@@ -125,11 +122,6 @@ def cmd_import_tb1(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Build each task and run the oracle, nop and snoop probes; a table and an exit status."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .check import check_task, sample_paths
-    from .load import find_tasks
-
     paths = find_tasks(args.paths)
     if args.split:  # before sampling, so that --sample N gives N tasks of those splits
         paths = [p for p in paths if _split_of(p) in args.split]
@@ -169,8 +161,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _split_of(path: Any) -> str | None:
-    from .load import load_task
-
     try:
         return load_task(path).split
     except ConfigError:

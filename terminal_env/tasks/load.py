@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from .dockerfile import dockerfile_workdir
 from .model import (
     MIN_MEMORY_MB,
     HarborTaskToml,
@@ -38,6 +39,7 @@ from .model import (
     tree_files,
     validation_problems,
 )
+from .tb1 import read_tb1
 
 HARBOR_MARKERS = ("task.toml", "instruction.md")
 TB1_MARKERS = ("task.yaml",)
@@ -90,8 +92,6 @@ def read_task(path: str | Path) -> tuple[Task | None, list[Problem]]:
     path = Path(os.path.abspath(given))  # the Task holds absolute paths; problems show `given`
     try:
         if (path / "task.yaml").is_file() and not (path / "task.toml").is_file():
-            from .tb1 import read_tb1
-
             task = read_tb1(path, problems)
         else:
             task = read_harbor(path, problems)
@@ -321,8 +321,6 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
 
     workdir = meta.workdir
     if workdir is None and dockerfile is not None and dockerfile.is_file():
-        from .build import dockerfile_workdir
-
         workdir = dockerfile_workdir(dockerfile.read_text(encoding="utf-8", errors="replace"))
     if problems.errors:
         return None

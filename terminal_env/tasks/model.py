@@ -30,6 +30,8 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from ..task import TaskSpec
+from .build import build_image
 
 Severity = Literal["error", "warning"]
 SPLITS = ("train", "validation", "test")
@@ -496,14 +498,10 @@ class Task(BaseModel):
 
         return {k: re.sub(r"\$\{(\w+)(:-([^}]*))?\}", sub, v) for k, v in self.env.items()}
 
-    def to_spec(self, image: str | None = None) -> Any:
+    def to_spec(self, image: str | None = None) -> TaskSpec:
         """The :class:`~terminal_env.task.TaskSpec` an episode runs. Without ``image`` the task's
         image is built first (a cache hit costs one API call)."""
-        from ..task import TaskSpec
-
         if image is None:
-            from .build import build_image
-
             image = build_image(self)
         return TaskSpec(
             name=self.name,

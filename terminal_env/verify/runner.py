@@ -50,7 +50,7 @@ import docker.errors
 from ..errors import InfraError, SandboxError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
 from . import guard
-from .freeze import host_sweep, host_sweep_possible, sweep_inside
+from ..sandbox.sweep import host_sweep, host_sweep_possible, sweep_inside
 from .parse import parse_results
 from .result import VerifierResult, disk_budget_result
 

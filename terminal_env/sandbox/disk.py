@@ -30,6 +30,8 @@ from typing import Any
 import docker.errors
 import requests
 
+from .sweep import host_sweep, sweep_inside
+
 log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
@@ -192,8 +194,6 @@ class DiskGuard:
     def _kill_processes(self) -> None:
         """Stop then kill everything but PID 1 (the keeper): from the host when possible (no
         exec, immediate), else with the verifier's built-in-only sweep inside the container."""
-        from .verify.freeze import host_sweep, sweep_inside
-
         try:
             if host_sweep(self.sandbox):
                 return

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import docker
 import requests
 
-from terminal_env.errors import EngineUnavailableError
+from ..errors import ConfigError, EngineUnavailableError
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 DOCKERD_LOG = Path(os.environ.get("TERMINAL_ENV_DOCKERD_LOG", "/var/log/terminal-env-dockerd.log"))
@@ -140,8 +140,6 @@ def require_runtimes(client: Any, names: Any) -> None:
         have = set(client.info().get("Runtimes") or {})
     missing = [n for n in wanted if n not in have]
     if missing:
-        from terminal_env.errors import ConfigError
-
         hint = (
             " gVisor: install Debian's `runsc` package, register it in /etc/docker/daemon.json as "
             '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}, '

@@ -19,8 +19,14 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .engine import get_client
+
 if TYPE_CHECKING:
-    from .sandbox import Sandbox
+    from .container import Sandbox
+
+# Every container of this project carries these labels (owner host, boot id, pid, start time).
+LABEL_PREFIX = "terminal-env"
+LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
 
 _lock = threading.Lock()
 _live: dict[int, "Sandbox"] = {}
@@ -126,9 +132,6 @@ def gc(client: Any = None, *, everything: bool = False, dry_run: bool = False) -
     With ``everything=True`` every container labelled by this project is removed, whoever owns
     it. Returns one record per container considered: name, task, owner pid, action.
     """
-    from .engine import get_client
-    from .sandbox import LABEL_MANAGED
-
     client = client or get_client()
     records = []
     for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):

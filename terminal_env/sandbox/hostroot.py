@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import ImageBuildError
+from ..errors import ImageBuildError
 
 DPKG = Path("/var/lib/dpkg")
 # Always wanted beside the essential set: apt so task images can install more packages.

@@ -26,15 +26,15 @@ import requests
 from docker.utils.socket import frames_iter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..errors import ConfigError, EngineUnavailableError, ImageNotFoundError, SandboxError, SandboxGoneError
+from ..output import OutputBuffer
 from . import cleanup
-from ._dockerio import AttachSocket, ExecSocket
+from .cgroups import cgroup_files
+from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
+from .dockerio import AttachSocket, ExecSocket
 from .engine import get_client
-from .errors import ConfigError, EngineUnavailableError, ImageNotFoundError, SandboxError, SandboxGoneError
-from .output import OutputBuffer
 
-LABEL_PREFIX = "terminal-env"
-LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
 
 #: environment variable that sets the default of ``first_shell`` (``auto``, ``exec``, ``attach``)
 FIRST_SHELL_ENV = "TERMINAL_ENV_FIRST_SHELL"
@@ -68,18 +68,6 @@ _FIRST_SHELL_WRAPPER = (
     "printf '\\036TX%s:%d\\037\\n' {token} $?; "
     f"{_KEEPER_IDLE}"
 )
-
-
-def cgroup_files(container_id: str, controller: str, v1_name: str, v2_name: str | None = None) -> tuple[str, ...]:
-    """Where one of a container's cgroup files can be on this host: cgroup v1 (the controller's
-    own hierarchy) or v2 (unified), each under the cgroupfs or the systemd driver."""
-    v2 = v2_name or v1_name
-    return (
-        f"/sys/fs/cgroup/{controller}/docker/{container_id}/{v1_name}",  # v1, cgroupfs
-        f"/sys/fs/cgroup/{controller}/system.slice/docker-{container_id}.scope/{v1_name}",  # v1, systemd
-        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/{v2}",  # v2, systemd
-        f"/sys/fs/cgroup/docker/{container_id}/{v2}",  # v2, cgroupfs
-    )
 
 
 def default_first_shell() -> FirstShellMode:
@@ -132,7 +120,7 @@ class SandboxConfig(BaseModel):
         ge=1,
         description=(
             "Disk budget of the container's writable layer, MB (None: unlimited). Enforced by a "
-            "watcher (terminal_env.disk), not an engine quota: over it, the sandbox's processes "
+            "watcher (terminal_env.sandbox.disk), not an engine quota: over it, the sandbox's processes "
             "are killed and the episode ends as the agent's failure."
         ),
     )
@@ -211,7 +199,7 @@ class Sandbox:
         self.timing = _Timing()
         self._removed = False
         self._first_shell: FirstShell | None = None
-        #: the disk budget's watcher (terminal_env.disk.DiskGuard), when storage_mb is set
+        #: the disk budget's watcher (terminal_env.sandbox.disk.DiskGuard), when storage_mb is set
         self.disk: DiskGuard | None = None
         self._oom_file: str | None = None  # the memory cgroup file with its oom_kill count
 

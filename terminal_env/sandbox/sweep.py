@@ -22,10 +22,14 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 import docker.errors
 
-from ..sandbox import Sandbox, cgroup_files
+from .cgroups import cgroup_files
+
+if TYPE_CHECKING:
+    from .container import Sandbox
 
 # POSIX sh, built-ins only (dash: read, kill, case, [, echo); no external program is started.
 SWEEP_SCRIPT = r"""

@@ -31,8 +31,9 @@ from typing import Callable, Iterator
 
 import docker
 
-from terminal_env.engine import get_client
-from terminal_env.errors import ConfigError, ImageBuildError, ImageNotFoundError
+from ..errors import ConfigError, ImageBuildError, ImageNotFoundError
+from .engine import get_client
+from .hostroot import build_host_rootfs
 
 # Bump the suffix when the recipe changes in a way users should see in the tag. The label digest
 # is what decides a rebuild, so forgetting to bump never serves a stale image.
@@ -282,8 +283,6 @@ def build_rootfs_tarball(
     try:
         rootfs = work / "rootfs"
         if source == "host":
-            from .hostroot import build_host_rootfs
-
             build_host_rootfs(rootfs, recipe.packages, log)
         else:
             _debootstrap(recipe, rootfs, work / "debootstrap.log", log)
