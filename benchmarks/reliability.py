@@ -245,7 +245,8 @@ def attacks(children: Children, tmp: Path) -> dict[str, Any]:
     res: dict[str, Any] = {"files": files, "adversarial_suite_present": ADVERSARIAL in files,
                            "pytest_exit": rc, "wall_s": round(time.monotonic() - t0, 1),
                            "rule": "test_adversarial.py: every test; test_verify_protected.py: names matching "
-                                   f"/{PROTECTED_ATTACK.pattern}/ (the rest are controls); a passing test = "
+                                   f"/{PROTECTED_ATTACK.pattern}/, test_verify_guard.py: names matching "
+                                   f"/{GUARD_ATTACK.pattern}/ (the rest are controls); a passing test = "
                                    "the attack was blocked; xfail = a known hole (not blocked)"}
     if not junit.exists():
         res["error"] = f"no JUnit report (pytest exit {rc}): {out[-500:]}"
