@@ -20,7 +20,7 @@ round (the order rotates each round, so drift on a shared machine hits every var
   first bash on the container's TTY and the session attaches to it (no ``docker exec`` on the
   cold path). Its container differs from the floor's by design (TTY, open stdin, log driver
   ``none``, a sh wrapper as entrypoint); the differences are listed.
-* warm: ``env.reset()`` taking a ready sandbox from a ``terminal_env.warm.WarmPool`` (size 1,
+* warm: ``env.reset()`` taking a ready sandbox from a ``terminal_env.scale.warm.WarmPool`` (size 1,
   refilled between resets, untimed), if that module exists; else null.
 
 The target of the issue: median (c) <= 1.2 x median (a), both measured in this run. The output
@@ -308,10 +308,10 @@ def bench_task(label: str, env: TerminalEnv, env_attach: TerminalEnv, client: An
 
 
 def bench_warm(label: str, task: Any, run_id: str, n: int, client: Any) -> dict[str, Any] | None:
-    """``env.reset()`` taking a sandbox from a warm pool (``terminal_env.warm.WarmPool``), if the
+    """``env.reset()`` taking a sandbox from a warm pool (``terminal_env.scale.warm.WarmPool``), if the
     module exists. Before each timed reset the pool is given time to hold a ready sandbox."""
     try:
-        from terminal_env.warm import WarmPool
+        from terminal_env.scale.warm import WarmPool
     except ImportError:
         return None
     pool = WarmPool(size=1)

@@ -35,7 +35,7 @@ from _common import log, stats
 
 from terminal_env import TerminalEnv
 from terminal_env.sandbox.engine import get_client
-from terminal_env.warm import WarmPool
+from terminal_env.scale.warm import WarmPool
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = str(ROOT / "tests" / "data" / "tasks" / "harbor-sum")

@@ -73,7 +73,7 @@ from terminal_env.errors import InfraError
 from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy
 from terminal_env.sandbox import LABEL_MANAGED
 from terminal_env.tasks import load_task
-from terminal_env.warm import WarmPool
+from terminal_env.scale.warm import WarmPool
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "tests" / "data" / "protected" / "word-stats"

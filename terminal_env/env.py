@@ -28,10 +28,11 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .actions import Command, Keys, Submit, parse_action
-from .sandbox.engine import engine_errors
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
+from .sandbox.engine import engine_errors
+from .scale.warm import Ready
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
 from .verify.result import disk_budget_result, exhausted_result
@@ -144,7 +145,7 @@ class TerminalEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.verifier = verifier
         self._client = client
-        #: a terminal_env.warm.WarmPool shared with other environments, or None (cold starts)
+        #: a terminal_env.scale.warm.WarmPool shared with other environments, or None (cold starts)
         self.pool = pool
         self._build_options = dict(build_options or {})
         #: the loaded task (task directory) behind the spec, when there is one
@@ -314,8 +315,6 @@ class TerminalEnv(gym.Env[str, str]):
     def _make_ready(self) -> Any:
         """A started sandbox, prepared for the task, with its shell running (a warm pool calls
         this ahead of time)."""
-        from .warm import Ready
-
         sandbox = Sandbox(
             self._sandbox_config(),
             client=self._client,
@@ -448,8 +447,6 @@ class TerminalEnv(gym.Env[str, str]):
 
     def _teardown(self) -> None:
         if self.pool is not None and self.sandbox is not None and self.session is not None:
-            from .warm import Ready
-
             self.pool.release(Ready(self.sandbox, self.session))  # removed in the background
             self.sandbox = self.session = None
         if self.session is not None:

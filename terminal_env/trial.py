@@ -1,8 +1,8 @@
 """One trial: a task played in a fresh environment by a harness and a model backend, verified.
 
 Everything that plays episodes goes through :func:`play_trial`: the benchmark runner
-(:mod:`terminal_env.runner`), the rollout pool for trainers (:mod:`terminal_env.rollout`) and the
-Ray workers (:mod:`terminal_env.distributed`). So the environment, the harness, the backend, the
+(:mod:`terminal_env.runner`), the rollout pool for trainers (:mod:`terminal_env.scale.rollout`) and the
+Ray workers (:mod:`terminal_env.scale.worker`). So the environment, the harness, the backend, the
 recording, the trajectory, the verification and the classification of what went wrong live in
 one place, and :class:`Backends` alone decides whether a backend is shared between episodes or
 built for each.

@@ -30,7 +30,7 @@ import pytest
 
 from terminal_env.errors import ConfigError
 from terminal_env.models.scripted_server import Fail, ScriptedServer, Stall
-from terminal_env.rollout import RolloutPool
+from terminal_env.scale.rollout import RolloutPool
 
 ray = pytest.importorskip("ray")
 
@@ -192,7 +192,7 @@ def test_unreachable_address_is_a_config_error_in_bounded_time(tmp_path):
 def test_rollouts_land_on_both_nodes(cluster, client):
     async def main():
         async with RolloutPool(ray_address=cluster.address, max_concurrency=4, warm=1) as pool:
-            workers = pool.ray.workers
+            workers = pool.executor.workers
             trajs = await pool.map("oracle", [TASK, TASK]) + await asyncio.gather(
                 pool.rollout("oracle", TASK), pool.rollout("nop", TASK), pool.rollout("nop", TASK))
             return workers, trajs, pool.stats()
@@ -247,9 +247,9 @@ def test_a_worker_killed_mid_episode_is_retried_elsewhere_and_its_sandbox_remove
                 os.kill(busy["pid"], signal.SIGKILL)
                 traj = await job
                 deadline = time.monotonic() + 60  # the dead worker's replacement comes up
-                while len(pool.ray.workers) < 2 and time.monotonic() < deadline:
+                while len(pool.executor.workers) < 2 and time.monotonic() < deadline:
                     await asyncio.sleep(0.1)
-                return busy, traj, pool.stats(), pool.ray.workers
+                return busy, traj, pool.stats(), pool.executor.workers
 
         busy, traj, stats, workers = asyncio.run(main())
     assert traj.strict_success and not traj.masked
@@ -262,7 +262,7 @@ def test_a_worker_killed_mid_episode_is_retried_elsewhere_and_its_sandbox_remove
 
 
 def test_a_worker_killed_with_no_retries_left_comes_back_masked(cluster, client):
-    from terminal_env.distributed import RayRollouts
+    from terminal_env.scale.cluster import RayRollouts
 
     with ScriptedServer(lambda body: Stall(60)) as server:
         rr = RayRollouts(cluster.address, workers=1, max_task_retries=0)

@@ -14,7 +14,7 @@ import pytest
 
 from terminal_env import TaskSpec, TerminalEnv
 from terminal_env.errors import ConfigError, ImageNotFoundError
-from terminal_env.warm import CreationLimiter, WarmPool
+from terminal_env.scale.warm import CreationLimiter, WarmPool
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = str(ROOT / "tests/data/tasks/harbor-sum")
@@ -127,7 +127,7 @@ def test_vector_envs(mode, base_image):
 @pytest.mark.docker
 def test_rollout_api_many_episodes(client, base_image):
     from terminal_env.models.scripted_server import ScriptedServer
-    from terminal_env.rollout import RolloutPool, rollout
+    from terminal_env.scale.rollout import RolloutPool, rollout
 
     def script(body):
         turn = sum(m["role"] == "assistant" for m in body["messages"])

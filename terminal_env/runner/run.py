@@ -6,7 +6,7 @@ retried up to ``infra_retries`` times and, if they persist, recorded as masked t
 apart from agent failures and excluded from the scores.
 
 With ``ray_address`` the trials are played on the rollout workers of a Ray cluster
-(:mod:`terminal_env.distributed`), each on the Docker engine of its own host; the files of a trial
+(:mod:`terminal_env.scale.cluster`), each on the Docker engine of its own host; the files of a trial
 come back as contents and are written here, exactly as a local trial writes them.
 """
 
@@ -23,13 +23,13 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from .. import __version__
-from ..distributed import RayRollouts, backend_ref, probe, require_ray, task_ref
+from ..scale.cluster import RayRollouts, backend_ref, probe, require_ray
+from ..scale.executor import Executor, LocalExecutor, TrialJob
 from ..errors import ConfigError
-from ..fileio import write_atomic, write_json_atomic
+from ..fileio import write_json_atomic
 from ..metrics import summarize
 from ..sandbox.engine import get_client, require_runtimes
-from ..trajectory import Trajectory
-from ..trial import Backends, TrialOutcome, TrialSpec, play_trial
+from ..trial import TrialOutcome, TrialSpec
 from .config import RunConfig, resolve_tasks
 from .progress import RunProgress
 from .records import RUN_SCHEMA, RUN_VERSION, TrialResult, load_results, read_trial_result, trial_dir
@@ -72,20 +72,16 @@ class Runner:
         if ray_workers is not None and ray_workers < 1:
             raise ConfigError(f"ray_workers (--ray-workers) must be >= 1, got {ray_workers}")
         self.config = config
-        #: with a Ray cluster's address, trials run on its rollout workers (terminal_env.distributed)
+        #: with a Ray cluster's address, trials run on its rollout workers (terminal_env.scale.cluster)
         self.ray_address, self.ray_workers = ray_address, ray_workers
-        self._ray: Any = None
+        #: where the trials are played: this host's engine, or a Ray cluster's workers
+        self.executor: Executor | None = None
         self.run_dir = Path(run_dir)
         self.client = client
         self.tasks = tasks if tasks is not None else resolve_tasks(config.tasks, allow_test=config.allow_test)
         self._factory = backend_factory
-        self._backends = Backends()
         self._console = console
-        self._build_locks: dict[str, threading.Lock] = {t.name: threading.Lock() for t in self.tasks}
-        self._built: dict[str, Any] = {}
         self._stop = threading.Event()
-        self._live_envs: set[Any] = set()
-        self._lock = threading.Lock()
         digest = hashlib.sha1(str(self.run_dir.resolve()).encode()).hexdigest()[:8]
         #: the sandbox label of this run's containers (terminal-env.run=...)
         self.run_id = f"{self.run_dir.name[:32]}-{digest}"
@@ -150,21 +146,30 @@ class Runner:
             wanted = [self.config.runtime] if self.config.runtime else [getattr(t, "runtime", None) for t in self.tasks]
             require_runtimes(get_client(), wanted)
         todo = self.prepare()
+        backend, options = self._backend()
         if self.ray_address is not None:
-            self._ray = self._connect_ray()
-            factory = None  # the workers build the backends
+            backend_ref(backend, options)  # a bad spec fails before the workers start
+            self.executor = RayRollouts(self.ray_address, workers=self.ray_workers,
+                                        concurrency=self.config.concurrency)
         else:
-            factory = self._factory or (lambda: self._backends.get(self.config.model, self.config.model_options))
-            factory()  # a backend that refuses the configuration stops the run before any trial
+            self.executor = LocalExecutor(self.client)
         try:
-            self._run_trials(todo, factory)
+            # a backend that refuses the configuration stops the run before any trial
+            self.executor.check_backend(backend, options)
+            self._run_trials(todo)
         finally:
-            if self._ray is not None:
-                self._ray.close()
-                self._ray = None
+            self.executor.close()
+            self.executor = None
         return self.summarize()
 
-    def _run_trials(self, todo: list[tuple[Any, int]], factory: BackendFactory | None) -> None:
+    def _backend(self) -> tuple[Any, dict[str, Any]]:
+        """The run's backend as the executor takes it: the factory given to the runner, or the
+        configuration's spec and options."""
+        if self._factory is not None:
+            return self._factory, {}
+        return self.config.model, dict(self.config.model_options)
+
+    def _run_trials(self, todo: list[tuple[Any, int]]) -> None:
         total = len(self.tasks) * self.config.attempts
         done0 = total - len(todo)
         progress = RunProgress(total, done0, enabled=self.config.progress, console=self._console)
@@ -177,7 +182,7 @@ class Runner:
                     while queue and len(pending) < self.config.concurrency and not self._stop.is_set():
                         task, attempt = queue.pop(0)
                         progress.started(task.name, attempt)
-                        pending[pool.submit(self._trial, task, attempt, factory)] = (task, attempt)
+                        pending[pool.submit(self._trial, task, attempt)] = (task, attempt)
                     if not pending:
                         break
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -189,9 +194,7 @@ class Runner:
                 # nothing), and we do not wait for workers stuck on a model server.
                 self._stop.set()
                 pool.shutdown(wait=False, cancel_futures=True)
-                self._close_live_envs()
-                if self._ray is not None:
-                    self._ray.abort(run_id=self.run_id)
+                self.executor.abort(run_id=self.run_id)
                 raise
         pool.shutdown(wait=True)
 
@@ -203,17 +206,8 @@ class Runner:
         write_json_atomic(self.run_dir / "summary.json", summary)
         return summary
 
-    def _close_live_envs(self) -> None:
-        with self._lock:
-            envs = list(self._live_envs)
-        for env in envs:
-            try:
-                env.close()
-            except Exception:
-                pass
-
     # ------------------------------------------------------------------ one trial
-    def _trial(self, task: Any, attempt: int, factory: BackendFactory | None) -> TrialResult:
+    def _trial(self, task: Any, attempt: int) -> TrialResult:
         tdir = trial_dir(self.run_dir, task.name, attempt)
         tdir.mkdir(parents=True, exist_ok=True)
         result: TrialResult | None = None
@@ -223,7 +217,7 @@ class Runner:
                 raise ConfigError("run stopped")
             if tries > 1 and (tdir / "trajectory.json").exists():
                 (tdir / "trajectory.json").rename(tdir / f"trajectory.try{tries - 1}.json")
-            result = self._try_trial(task, attempt, factory, tdir)
+            result = self._try_trial(task, attempt, tdir)
             if result.termination not in ("infra_error", "model_error"):
                 break
         assert result is not None
@@ -235,55 +229,15 @@ class Runner:
         write_json_atomic(tdir / "result.json", result.model_dump(mode="json"))
         return result
 
-    def _try_trial(self, task: Any, attempt: int, factory: BackendFactory | None, tdir: Path) -> TrialResult:
+    def _try_trial(self, task: Any, attempt: int, tdir: Path) -> TrialResult:
         base = TrialResult(task=task.name, attempt=attempt, category=task.category,
                            difficulty=task.difficulty, split=task.split,
                            trial_dir=str(tdir.relative_to(self.run_dir)), started=time.time())
-        spec = trial_spec(self.config, task, attempt, self.run_id)
-        if self._ray is not None:
-            outcome = self._remote_try(task, spec, tdir, title=f"{task.name} attempt {attempt}")
-        else:
-            assert factory is not None
-            outcome = play_trial(task, spec, factory, out_dir=tdir, title=f"{task.name} attempt {attempt}",
-                                 client=self.client, build_lock=self._build_locks[task.name],
-                                 track=self._track_env)
-        return trial_result(base, outcome)
-
-    def _track_env(self, env: Any, live: bool) -> None:
-        with self._lock:
-            if live:
-                self._live_envs.add(env)
-            else:
-                self._live_envs.discard(env)
-
-    # ------------------------------------------------------------------ on Ray workers
-    def _connect_ray(self) -> Any:
-        self._backend_ref()  # the backend is built on the workers: a bad spec fails here
-        return RayRollouts(self.ray_address, workers=self.ray_workers, concurrency=self.config.concurrency)
-
-    def _backend_ref(self) -> dict[str, Any]:
-        if self._factory is not None:
-            return backend_ref(self._factory, {})
-        return backend_ref(self.config.model, self.config.model_options)
-
-    def _remote_try(self, task: Any, spec: TrialSpec, tdir: Path, title: str) -> TrialOutcome:
-        """One try on a Ray worker: the worker plays the trial in a directory of its own and sends
-        back the files; they are written here, where the run directory is."""
-        reply = self._ray.run_trial({
-            "task": task_ref(task), "spec": spec.model_dump(mode="json"), "title": title,
-            "run_id": self.run_id, "backend": self._backend_ref(),
-        })
-        if "lost" in reply:
-            return TrialOutcome(failure="infra", error=f"InfraError: {reply['lost']}")
-        files: dict[str, bytes] = reply["files"]
-        for name, data in files.items():
-            if "/" in name or name.startswith(".") or name == "result.json":
-                continue  # only plain trial files; result.json is the driver's to write
-            write_atomic(tdir / name, data)
-        traj = None
-        if reply["failure"] is None:
-            traj = Trajectory.model_validate_json(files["trajectory.json"])
-        return TrialOutcome(traj=traj, failure=reply["failure"], error=reply["error"], duration=reply["duration"])
+        backend, options = self._backend()
+        job = TrialJob(task=task, spec=trial_spec(self.config, task, attempt, self.run_id), backend=backend,
+                       backend_options=options, out_dir=tdir, title=f"{task.name} attempt {attempt}",
+                       run_id=self.run_id)
+        return trial_result(base, self.executor.play(job))
 
 
 # ---------------------------------------------------------------------- the record of a trial

@@ -53,26 +53,21 @@ import concurrent.futures
 import logging
 import os
 import socket
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from .errors import ConfigError, EngineUnavailableError, InfraError, TerminalEnvError
-from .harness import harness_class
-from .models.registry import BACKEND_KINDS, parse_spec
-from .sandbox import LABEL_MANAGED, LABEL_PREFIX
-from .sandbox.cleanup import _boot_id, owner_alive
-from .sandbox.engine import get_client
-from .task import TaskSpec
-from .tasks import load_task
-from .trajectory import Trajectory
-from .trial import Backends, TrialOutcome, TrialSpec, masked_trajectory, play_trial
-from .warm import WarmPool
+from ..errors import ConfigError, InfraError, TerminalEnvError
+from ..fileio import write_atomic
+from ..harness import harness_class
+from ..models.registry import BACKEND_KINDS, parse_spec
+from ..task import TaskSpec
+from ..tasks import load_task
+from ..trajectory import Trajectory
+from ..trial import TrialOutcome, TrialSpec, masked_trajectory
+from .executor import TrialJob
+from .worker import RolloutWorker, _model_name, remove_orphans
 
 INSTALL_HINT = "pip install 'terminal-env[ray]'"
 START_HINT = (
@@ -216,150 +211,6 @@ def backend_ref(backend: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {"object": backend}
 
 
-# ---------------------------------------------------------------------- the worker (a Ray actor)
-
-
-class RolloutWorker:
-    """A rollout worker: one Ray actor on one node, with that host's Docker engine and a warm
-    pool of its own; episodes run in the actor's threads. Every method answers with plain data
-    (errors included), so that only the death of the worker reaches the driver as a Ray error."""
-
-    def __init__(self, index: int, warm: int = 0, creation_rate: float | None = None):
-        import ray  # the optional extra [ray]: only a Ray worker gets here
-
-        self.index = index
-        self.node = {"index": index, "node_id": ray.get_runtime_context().get_node_id(),
-                     "host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid()}
-        self.client: Any = None
-        self.engine_error: str | None = None
-        try:
-            self.client = get_client()
-        except InfraError as exc:
-            self.engine_error = str(exc)
-        self.pool = WarmPool(size=warm, creation_rate=creation_rate)
-        self._lock = threading.Lock()
-        self._live: dict[str, tuple[str | None, Any]] = {}  # job id -> (run id, env)
-        self._build_locks: dict[str, threading.Lock] = {}
-        self.backends = Backends()
-        self.episodes = self.failures = self.trials = 0
-
-    # -- control (a concurrency group of its own: answers while every episode thread is busy)
-    def info(self) -> dict[str, Any]:
-        return {**self.node, "engine_error": self.engine_error}
-
-    def stats(self) -> dict[str, Any]:
-        with self._lock:
-            counts = {"episodes": self.episodes, "failures": self.failures, "trials": self.trials,
-                      "live": len(self._live)}
-        return {**counts, "warm": self.pool.stats()}
-
-    def abort(self, job_id: str | None = None, run_id: str | None = None) -> int:
-        """Close the environments of one job, of one run, or (neither given) all of them: their
-        episodes end as infrastructure failures and their sandboxes are removed."""
-        with self._lock:
-            envs = [env for jid, (rid, env) in self._live.items()
-                    if (job_id is None or jid == job_id) and (run_id is None or rid == run_id)]
-        for env in envs:
-            try:
-                env.close()
-            except Exception:  # noqa: BLE001 - the episode thread will see its sandbox gone
-                pass
-        return len(envs)
-
-    def close(self) -> None:
-        self.abort()
-        self.pool.close()
-
-    # -- episodes
-    def rollout(self, job: dict[str, Any]) -> dict[str, Any]:
-        """One episode; its trajectory comes back as JSON (masked when the infrastructure failed)."""
-        outcome = self._play(job)
-        self._count(failed=outcome.failure is not None or outcome.traj.masked)
-        if outcome.failure in ("config", "model_setup"):
-            return {"kind": "config", "error": outcome.error.removeprefix("ConfigError: ")}
-        if outcome.failure == "bug":
-            return {"kind": "bug", "error": outcome.error, "traceback": outcome.traceback}
-        traj = outcome.traj
-        if outcome.failure == "infra":
-            ref = job["task"]
-            traj = masked_trajectory(ref.get("name"), job["spec"].get("harness", "generic"),
-                                     _model_name(job["backend"]), outcome.error, path=ref.get("path"))
-        return {"trajectory": traj.model_dump_json(by_alias=True), "masked": traj.masked}
-
-    def trial(self, job: dict[str, Any]) -> dict[str, Any]:
-        """One try of a benchmark trial, played into a temporary directory; the files come back."""
-        with tempfile.TemporaryDirectory(prefix="terminal-env-trial-") as tmp:
-            outcome = self._play(job, out_dir=Path(tmp))
-            files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir())
-                     if p.is_file() and not p.name.startswith(".")}
-        with self._lock:
-            self.trials += 1
-            self.failures += outcome.failure is not None or bool(outcome.traj is not None and outcome.traj.masked)
-        return {"failure": outcome.failure, "error": outcome.error, "duration": outcome.duration, "files": files}
-
-    def _play(self, job: dict[str, Any], out_dir: Path | None = None) -> TrialOutcome:
-        """The one trial driver, on this host's engine (a rollout also gets the warm pool)."""
-        try:
-            spec = TrialSpec.model_validate(job["spec"])
-            task = self._task(job["task"])
-            self._need_engine()
-        except ConfigError as exc:
-            return TrialOutcome(failure="config", error=f"ConfigError: {exc}")
-        except ValidationError as exc:
-            return TrialOutcome(failure="config", error=f"ConfigError: invalid trial: {exc}")
-        except InfraError as exc:
-            return TrialOutcome(failure="infra", error=f"{type(exc).__name__}: {exc}")
-        jid, run_id = job["id"], job.get("run_id")
-        return play_trial(
-            task, spec, lambda: self._backend(job["backend"]), out_dir=out_dir, title=job.get("title"),
-            client=self.client, pool=None if out_dir is not None else self.pool,
-            build_lock=self._build_lock(task.name), track=lambda env, live: self._track(jid, run_id, env, live),
-        )
-
-    def _need_engine(self) -> None:
-        if self.client is None:
-            raise EngineUnavailableError(f"on host {self.node['host']}: {self.engine_error}")
-
-    def _task(self, ref: dict[str, Any]) -> Any:
-        if "spec" in ref:
-            return TaskSpec.coerce(ref["spec"])
-        path = Path(ref["path"])
-        where = f"host {self.node['host']} (Ray node {self.node['node_id'][:8]})"
-        if not path.is_dir():
-            raise ConfigError(
-                f"task directory {path} does not exist on {where}: tasks travel by path, so every "
-                "host needs the same task directories at the same absolute paths"
-            )
-        task = load_task(path)
-        if ref.get("tests_digest") and task.tests_digest != ref["tests_digest"]:
-            raise ConfigError(
-                f"the task at {path} on {where} differs from the driver's (tests digest "
-                f"{task.tests_digest[:12]} here, {ref['tests_digest'][:12]} there): sync the task directories"
-            )
-        return task
-
-    def _backend(self, ref: dict[str, Any]) -> Any:
-        if "object" in ref:
-            return self.backends.get(ref["object"])
-        return self.backends.get(ref["spec"], ref["options"])
-
-    def _build_lock(self, name: str) -> threading.Lock:
-        with self._lock:
-            return self._build_locks.setdefault(name, threading.Lock())
-
-    def _track(self, job_id: str, run_id: str | None, env: Any, live: bool) -> None:
-        with self._lock:
-            if live:
-                self._live[job_id] = (run_id, env)
-            else:
-                self._live.pop(job_id, None)
-
-    def _count(self, *, failed: bool) -> None:
-        with self._lock:
-            self.episodes += 1
-            self.failures += bool(failed)
-
-
 def _raise_for(reply: dict[str, Any]) -> dict[str, Any]:
     """Raise what a worker's answer says was a mistake of the user or a bug; else the answer."""
     if reply.get("kind") == "config":
@@ -369,55 +220,8 @@ def _raise_for(reply: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def _model_name(ref: dict[str, Any]) -> str:
-    if "spec" in ref:
-        return ref["spec"]
-    obj = ref.get("object")
-    return getattr(obj, "name", None) or type(obj).__name__
-
-
-def _owner_gone(labels: dict[str, str]) -> bool:
-    """The container's owning process is dead (a zombie counts as dead)."""
-    alive = owner_alive(labels)
-    if alive is not True:
-        return alive is False
-    try:
-        with open(f"/proc/{labels['terminal-env.owner-pid']}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return True
-    return stat[stat.rfind(b")") + 2:].split()[:1] == [b"Z"]
-
-
-def remove_orphans(host: str, boot: str, pid: int, wait: float = 15.0) -> list[str]:
-    """On the dead worker's host: remove the containers of the process (``host``, ``boot``,
-    ``pid``) once it is gone. Returns the names removed."""
-    if host != socket.gethostname() or boot != _boot_id():
-        raise InfraError(f"remove_orphans for host {host} ran on {socket.gethostname()}")
-    client = get_client()
-    filters = {"label": [f"{LABEL_MANAGED}=1", f"{LABEL_PREFIX}.owner-host={host}", f"{LABEL_PREFIX}.owner-pid={pid}"]}
-    deadline = time.monotonic() + wait
-    removed: list[str] = []
-    for sweep in range(2):  # again after a pause: a create sent just before the death may land late
-        while True:
-            boxes = [c for c in client.containers.list(all=True, filters=filters)
-                     if (c.labels or {}).get(f"{LABEL_PREFIX}.owner-boot") == boot]
-            if all(_owner_gone(c.labels or {}) for c in boxes):
-                break
-            if time.monotonic() > deadline:
-                raise InfraError(f"process {pid} on {host} still runs; its containers were left in place")
-            time.sleep(0.2)
-        for c in boxes:
-            try:
-                c.remove(force=True, v=True)
-                removed.append(c.name)
-            except Exception:  # noqa: BLE001 - gone already, or the engine refuses: gc finds it
-                pass
-        if sweep == 0:
-            time.sleep(1.0)
-    return removed
-
-
+# Ray's remote wrappers of the worker class and the orphan remover, made once (on first use:
+# ray is an optional extra).
 _ACTOR_CLASSES: dict[int, Any] = {}
 _ORPHAN_TASK: Any = None
 
@@ -520,35 +324,75 @@ class RayRollouts:
                       backend_options: dict[str, Any] | None = None) -> Any:
         """Play one episode on a worker and return its trajectory. A worker's death is retried and
         at worst masked, never raised; a mistake in the arguments raises :class:`ConfigError`."""
-        if self._closed:
-            raise ConfigError("the Ray rollouts are closed")
         harness_class(harness)  # an unknown harness fails here, not on a worker
         spec = TrialSpec(harness=harness, params=params, max_turns=max_turns, reward=reward, seed=seed,
                          env=self.env_config)
-        job = {"id": uuid.uuid4().hex, "task": task_ref(task), "backend": backend_ref(backend, backend_options or {}),
+        return await self._rollout(task, spec, backend, backend_options or {}, self.max_task_retries)
+
+    # ------------------------------------------------------------------ the executor protocol
+    def check_backend(self, backend: Any, options: dict[str, Any]) -> None:
+        """The backend is built on the workers: a spec of an unknown kind fails here."""
+        backend_ref(backend, options)
+
+    def play(self, job: TrialJob) -> TrialOutcome:
+        """One trial on a worker (blocking; from any thread but this object's own loop). With
+        ``job.out_dir`` the worker plays it into a directory of its own and the files come back
+        and are written there; a lost worker is then an infrastructure failure for the caller to
+        retry. Without, a lost worker's episode is retried (``job.retries``, else
+        ``max_task_retries``) and at worst comes back masked."""
+        t0 = time.monotonic()
+        try:
+            if job.out_dir is None:
+                retries = self.max_task_retries if job.retries is None else job.retries
+                traj = asyncio.run(self._rollout(job.task, job.spec, job.backend, job.backend_options, retries))
+                if job.trajectory_path is not None:
+                    traj.save(job.trajectory_path)
+                return TrialOutcome(traj=traj, duration=time.monotonic() - t0)
+            return self._trial(job)
+        except ConfigError as exc:
+            return TrialOutcome(failure="config", error=f"ConfigError: {exc}", exception=exc,
+                                duration=time.monotonic() - t0)
+        except RemoteError as exc:
+            return TrialOutcome(failure="bug", error=str(exc).splitlines()[0], traceback=str(exc),
+                                exception=exc, duration=time.monotonic() - t0)
+
+    async def _rollout(self, task: Any, spec: TrialSpec, backend: Any, options: dict[str, Any],
+                       retries: int) -> Trajectory:
+        if self._closed:
+            raise ConfigError("the Ray rollouts are closed")
+        job = {"id": uuid.uuid4().hex, "task": task_ref(task), "backend": backend_ref(backend, options),
                "spec": spec.model_dump(mode="json")}
-        reply = _raise_for(await asyncio.wrap_future(self._submit(self._call("rollout", job, self.max_task_retries))))
+        reply = _raise_for(await asyncio.wrap_future(self._submit(self._call("rollout", job, retries))))
         if "trajectory" in reply:
             traj = Trajectory.model_validate_json(reply["trajectory"])
         else:
             tries = reply["tries"]
-            traj = masked_trajectory(job["task"].get("name"), harness, _model_name(job["backend"]),
+            traj = masked_trajectory(job["task"].get("name"), spec.harness, _model_name(job["backend"]),
                                      f"InfraError: {reply['lost']} (tried {tries} time{'s' * (tries > 1)})",
                                      path=job["task"].get("path"))
         traj.extra["ray"] = {**(reply.get("node") or {}), "tries": reply["tries"]}
         return traj
 
-    def run_trial(self, job: dict[str, Any]) -> dict[str, Any]:
-        """One try of a benchmark trial on a worker (blocking; for the runner's threads). Returns
-        the worker's answer (failure, error, duration, files) or ``{"lost": why}``: the runner
-        retries infrastructure failures itself."""
+    def _trial(self, job: TrialJob) -> TrialOutcome:
+        """A trial played into a directory on a worker; its files are written into ``job.out_dir``."""
         if self._closed:
             raise ConfigError("the Ray rollouts are closed")
-        job = {**job, "id": uuid.uuid4().hex}
+        ref = {"id": uuid.uuid4().hex, "task": task_ref(job.task), "spec": job.spec.model_dump(mode="json"),
+               "title": job.title, "run_id": job.run_id,
+               "backend": backend_ref(job.backend, job.backend_options)}
         try:
-            return _raise_for(self._submit(self._call("trial", job, 0)).result())
+            reply = _raise_for(self._submit(self._call("trial", ref, job.retries or 0)).result())
         except concurrent.futures.CancelledError:
             raise ConfigError("the Ray rollouts were closed while a trial ran") from None
+        if "lost" in reply:
+            return TrialOutcome(failure="infra", error=f"InfraError: {reply['lost']}")
+        files: dict[str, bytes] = reply["files"]
+        for name, data in files.items():
+            if "/" in name or name.startswith(".") or name == "result.json":
+                continue  # only plain trial files; result.json is the caller's to write
+            write_atomic(job.out_dir / name, data)
+        traj = Trajectory.model_validate_json(files["trajectory.json"]) if reply["failure"] is None else None
+        return TrialOutcome(traj=traj, failure=reply["failure"], error=reply["error"], duration=reply["duration"])
 
     def abort(self, run_id: str | None = None) -> None:
         """End the episodes in flight (of one run, or all): their sandboxes are removed."""

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import ConfigError, InfraError
+from ..errors import ConfigError, InfraError
 
 
 @dataclass

@@ -13,7 +13,7 @@ A rollout is one verified episode (:func:`terminal_env.agent.run_agent`) returni
 gives them. The pool caps the episodes in flight, shares one Docker client and one warm pool
 (creation rate-limited) between them, and runs each episode's blocking terminal and model calls in
 a worker thread, so the event loop stays free. With ``ray_address`` the episodes run on Ray
-workers instead, each using the Docker engine of its own host (:mod:`terminal_env.distributed`).
+workers instead, each using the Docker engine of its own host (:mod:`terminal_env.scale.cluster`).
 
 ``backend`` is a model spec (``"openai:NAME"``, ``"oracle"``, ...: built per episode when the
 backend keeps episode state, else once), a backend object, or a zero-argument factory.
@@ -26,13 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .distributed import RayRollouts
-from .errors import ConfigError
-from .models.base import SamplingParams
-from .sandbox.engine import get_client
-from .trajectory import Trajectory
-from .trial import Backends, TrialSpec, masked_trajectory, play_trial
-from .warm import WarmPool
+from ..errors import ConfigError
+from ..harness import harness_class
+from ..models.base import SamplingParams
+from ..trajectory import Trajectory
+from ..trial import TrialSpec, masked_trajectory
+from .cluster import RayRollouts
+from .executor import Executor, LocalExecutor, TrialJob
 
 
 class RolloutPool:
@@ -53,19 +53,16 @@ class RolloutPool:
         self.max_concurrency = max_concurrency
         self.env_config = dict(env_config or {})
         self._sem: asyncio.Semaphore | None = None
-        self._backends = Backends()
         self._closed = False
-        self.ray = None
+        #: where the episodes are played: this host's engine, or a Ray cluster's workers
+        self.executor: Executor
         if ray_address is not None:
-            self.ray = RayRollouts(ray_address, workers=ray_workers, warm=warm, creation_rate=creation_rate,
-                                   env_config=self.env_config, concurrency=max_concurrency)
-            self.pool = None
-            self.client = None
-            self._executor = None
-            return
-        self.client = client if client is not None else get_client()
-        self.pool = WarmPool(size=warm, workers=fill_workers, creation_rate=creation_rate)
-        self._executor = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="rollout")
+            self.executor = RayRollouts(ray_address, workers=ray_workers, warm=warm, creation_rate=creation_rate,
+                                        env_config=self.env_config, concurrency=max_concurrency)
+        else:
+            self.executor = LocalExecutor(client, warm=warm, creation_rate=creation_rate,
+                                          fill_workers=fill_workers)
+        self._threads = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="rollout")
 
     # ------------------------------------------------------------------ API
     async def rollout(
@@ -86,30 +83,28 @@ class RolloutPool:
         arguments raise :class:`ConfigError`."""
         if self._closed:
             raise ConfigError("the rollout pool is closed")
-        if isinstance(params, dict):
-            params = SamplingParams(**params)
+        harness_class(harness)  # an unknown harness fails here, before an environment is made
+        spec = TrialSpec(harness=harness, params=params, max_turns=max_turns, reward=reward, seed=seed,
+                         env=self.env_config)
+        job = TrialJob(task=task, spec=spec, backend=backend, backend_options=backend_options,
+                       trajectory_path=Path(trajectory_path) if trajectory_path is not None else None)
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.max_concurrency)
         async with self._sem:
-            if self.ray is not None:
-                traj = await self.ray.rollout(backend, task, harness, params=params, max_turns=max_turns,
-                                              reward=reward, seed=seed, backend_options=backend_options)
-                if trajectory_path is not None:
-                    traj.save(trajectory_path)
-                return traj
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
-                self._executor,
-                lambda: self._run(backend, task, harness, params, max_turns, reward, trajectory_path, seed,
-                                  backend_options),
-            )
+            outcome = await asyncio.get_running_loop().run_in_executor(self._threads, self.executor.play, job)
+        if outcome.failure in ("config", "model_setup", "bug"):
+            raise outcome.exception  # the caller's mistake (or a bug): raised as it was
+        if outcome.failure == "infra":  # the image could not be built, the engine is gone
+            return masked_trajectory(getattr(task, "name", None) or str(task), harness,
+                                     getattr(backend, "name", None) or str(backend), outcome.error)
+        return outcome.traj
 
     async def map(self, backend: Any, tasks: list[Any], harness: str = "generic", **kw: Any) -> list[Trajectory]:
         """One rollout per task (repeat a task to get several attempts), in order."""
         return list(await asyncio.gather(*(self.rollout(backend, t, harness, **kw) for t in tasks)))
 
     def stats(self) -> dict[str, Any]:
-        return self.pool.stats() if self.pool is not None else self.ray.stats() if self.ray else {}
+        return self.executor.stats()
 
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
@@ -118,32 +113,14 @@ class RolloutPool:
         if self._closed:
             return
         self._closed = True
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-        if self.pool is not None:
-            self.pool.close()
-        if self.ray is not None:
-            self.ray.close()
+        self._threads.shutdown(wait=True)
+        self.executor.close()
 
     async def __aenter__(self) -> "RolloutPool":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
-
-    # ------------------------------------------------------------------ one episode (a thread)
-    def _run(self, backend: Any, task: Any, harness: str, params: SamplingParams | None, max_turns: int,
-             reward: str, trajectory_path: Any, seed: int | None, options: dict[str, Any]) -> Trajectory:
-        spec = TrialSpec(harness=harness, params=params, max_turns=max_turns, reward=reward, seed=seed,
-                         env=self.env_config)
-        outcome = play_trial(task, spec, lambda: self._backends.get(backend, options),
-                             trajectory_path=trajectory_path, client=self.client, pool=self.pool)
-        if outcome.failure in ("config", "model_setup", "bug"):
-            raise outcome.exception  # the caller's mistake (or a bug): raised as it was
-        if outcome.failure == "infra":  # the image could not be built, the engine is gone
-            name = getattr(task, "name", None) or str(task)
-            return masked_trajectory(name, harness, getattr(backend, "name", str(backend)), outcome.error)
-        return outcome.traj
 
 
 async def rollout(backend: Any, task: Any, harness: str = "generic", **kw: Any) -> Trajectory:
