@@ -1,5 +1,7 @@
 """terminal-env: sandboxed, verifiable terminal tasks for agents, RL and benchmarks."""
 
+__version__ = "0.1.0"  # first: modules below may read it while the package initialises
+
 from .actions import Command, Keys, Submit, parse_action
 from .env import EnvConfig, TerminalEnv
 from .errors import (
@@ -17,7 +19,6 @@ from .sandbox import Sandbox, SandboxConfig
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec
 
-__version__ = "0.1.0"
 
 register_envs()
 

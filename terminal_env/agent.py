@@ -34,7 +34,11 @@ from .actions import Submit, action_to_text
 from .context import fit_messages
 from .errors import ConfigError, InfraError
 from .harness.base import ActionResult, CommandRecord, FormatError, Harness
-from .models.base import Completion, ContextOverflowError, ModelBackend, ModelError, SamplingParams
+from .models.base import Completion, ContextOverflowError, ModelError, SamplingParams, count_tokens_approx
+from .protocols import ModelBackend
+from . import __version__
+from .harness import get_harness
+from .rewards import REWARDS
 from .trajectory import ContextEvent, ModelRef, TaskRef, Trajectory, Turn
 
 
@@ -49,8 +53,6 @@ def task_ref(env: Any) -> TaskRef:
 
 
 def _all_rewards(result: Any) -> dict[str, float]:
-    from .rewards import REWARDS
-
     out = {}
     for name, fn in REWARDS.items():
         try:
@@ -80,8 +82,6 @@ class _Episode:
         self._saved_at, self._save_cost = time.monotonic(), time.monotonic() - now
 
     def count(self, messages: list[dict[str, Any]], tools: Any) -> int:
-        from .models.base import count_tokens_approx
-
         return int(count_tokens_approx(messages, tools) * self.ratio)
 
     def step(self, action: Any) -> CommandRecord:
@@ -138,9 +138,6 @@ def run_agent(
     seed: int | None = None,
 ) -> Trajectory:
     params = params or SamplingParams()
-    from . import __version__
-    from .harness import get_harness
-
     native = getattr(backend, "native_harness", None)
     if native and native != harness.name:
         harness = get_harness(native)  # oracle, nop, human and replay speak one harness

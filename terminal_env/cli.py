@@ -17,7 +17,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .env import TerminalEnv
 from .errors import TerminalEnvError
+from .policies import NopPolicy, OraclePolicy
+from .runner.cli import add_run_parsers
+from .sandbox import engine, images
+from .sandbox.cleanup import gc
+from .sandbox.sweep import host_sweep_possible
+from .task import TaskSpec
+from .tasks import load_task
+from .tasks.cli import add_tasks_parser
+from .tasks.pool import load_pool, pool_dir
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -25,8 +35,6 @@ err_console = Console(stderr=True, highlight=False)
 
 # ---------------------------------------------------------------------------- commands
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .sandbox import engine, images
-
     if args.fix:
         engine.ensure_engine(log=lambda m: console.print(f"[dim]{m}[/dim]"))
     status = engine.engine_status()
@@ -47,7 +55,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "[green]ok[/green]",
             ", ".join(runtimes) + ("" if "runsc" in runtimes else " (no runsc: the gVisor hardened mode is unavailable; SECURITY.md)"),
         )
-        from .sandbox.sweep import host_sweep_possible
 
         host = host_sweep_possible()
         table.add_row(
@@ -75,8 +82,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_images_bootstrap(args: argparse.Namespace) -> int:
-    from .sandbox import engine, images
-
     engine.ensure_engine(log=lambda m: console.print(f"[dim]{m}[/dim]"))
     t0 = time.monotonic()
     families = list(images.FAMILIES) if args.family == "all" else [args.family]
@@ -94,8 +99,6 @@ def cmd_images_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from .sandbox.cleanup import gc
-
     records = gc(everything=args.all, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(records, indent=2))
@@ -111,11 +114,6 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run one bundled task end to end through TerminalEnv with protected verification."""
-    from .env import TerminalEnv
-    from .policies import NopPolicy, OraclePolicy
-    from .tasks import load_task
-    from .tasks.pool import load_pool, pool_dir
-
     if args.task:
         candidate = pool_dir() / args.task
         task = load_task(candidate if candidate.is_dir() else args.task)
@@ -154,9 +152,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_shell(args: argparse.Namespace) -> int:
     """Play an episode yourself: each line you type is one action (``#!keys``/``#!submit`` too)."""
-    from .env import TerminalEnv
-    from .task import TaskSpec
-
     task = TaskSpec(name="shell", instruction="Interactive shell.", image=args.image, workdir=args.workdir)
     env = TerminalEnv(task, command_timeout=args.timeout, max_steps=10_000, time_limit=None)
     try:
@@ -221,8 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["binary", "partial_progress", "strict_success_first"])
     dm.set_defaults(func=cmd_demo)
 
-    from .runner.cli import add_run_parsers
-    from .tasks.cli import add_tasks_parser
 
     add_tasks_parser(sub)
     add_run_parsers(sub)

@@ -16,6 +16,7 @@ raise :class:`~terminal_env.errors.InfraError` subclasses.
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import os
 import time
@@ -30,11 +31,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .actions import Command, Keys, Submit, parse_action
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
+from .rewards import get_reward
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .sandbox.engine import engine_errors
 from .scale.warm import Ready
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
+from .tasks import load_task
+from .tasks.build import CA_PATH, BuildSettings, build_image, ca_env
+from .verify.runner import ProtectedVerifier
 from .verify.result import disk_budget_result, exhausted_result
 
 log = logging.getLogger(__name__)
@@ -154,8 +159,6 @@ class TerminalEnv(gym.Env[str, str]):
         if reward is None and self.verifier is not None and self.source_task is not None:
             reward = "binary"
         if isinstance(reward, str):
-            from .rewards import get_reward
-
             reward = get_reward(reward)
         self.reward_fn: Callable[[Any], float] | None = reward
         self.observation_space = text_space(cfg.max_observation_chars)
@@ -280,13 +283,8 @@ class TerminalEnv(gym.Env[str, str]):
         """A TaskSpec from a spec, a dict, a task directory, or a loaded task; a task directory
         gets its image built (cached by content) and the protected verifier attached."""
         if isinstance(task, (str, os.PathLike)):
-            from .tasks import load_task
-
             task = load_task(task)
         if hasattr(task, "tests_digest") and hasattr(task, "to_spec"):
-            from .tasks.build import build_image
-            from .verify.runner import ProtectedVerifier
-
             image = build_image(task, client=self._client, **self._build_options)
             self.source_task = task
             if self.verifier is None or isinstance(self.verifier, ProtectedVerifier):
@@ -294,11 +292,10 @@ class TerminalEnv(gym.Env[str, str]):
             if not self._explicit_time_limit and getattr(task, "agent_timeout", None):
                 self.config = self.config.model_copy(update={"time_limit": float(task.agent_timeout)})
             spec = task.to_spec(image)
-            ca_bundle = self._build_options.get("ca_bundle")
+            ca_bundle = BuildSettings.resolve(self._build_options.get("base_map"),
+                                              self._build_options.get("ca_bundle")).ca_bundle
             if ca_bundle and spec.network:
                 # Sandboxes with network trust the host's CA bundle too (TLS-intercepting proxies).
-                from .tasks.build import CA_PATH, ca_env
-
                 spec = spec.model_copy(
                     update={
                         "env": {**spec.env, **ca_env(CA_PATH)},
@@ -306,8 +303,6 @@ class TerminalEnv(gym.Env[str, str]):
                     }
                 )
             return spec
-        from .verify.runner import ProtectedVerifier
-
         if isinstance(self.verifier, ProtectedVerifier):
             self.verifier = None  # it belonged to the previous task directory
         return TaskSpec.coerce(task)
@@ -348,8 +343,6 @@ class TerminalEnv(gym.Env[str, str]):
 
     def _recipe_key(self) -> str:
         """What makes two prepared sandboxes interchangeable for this environment."""
-        import hashlib
-
         parts = [
             self._sandbox_config().model_dump_json(),
             repr(sorted((k, v if isinstance(v, (str, bytes)) else str(v)) for k, v in self.task.files.items())),

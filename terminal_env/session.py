@@ -37,10 +37,11 @@ import docker.errors
 import pexpect
 from pexpect import fdpexpect
 
-from .sandbox.dockerio import ExecSocket
 from .errors import SandboxGoneError, SessionError
 from .output import OutputBuffer, clean_text, truncate_middle
 from .sandbox import Sandbox
+from .sandbox.dockerio import ExecSocket
+from .screen import Screen
 
 # Typed directly: single line commands up to this size. Longer ones go through a file.
 _TYPE_LIMIT = 1024
@@ -588,8 +589,6 @@ class ShellSession:
     # ------------------------------------------------------------------ screen
     def enable_screen(self) -> None:
         """Keep a rendered screen (rows x cols) of everything shown from now on."""
-        from .screen import Screen
-
         if self._screen is None:
             self._screen = Screen(self.config.rows, self.config.cols)
 

@@ -52,6 +52,8 @@ class TrialSpec(BaseModel):
     verify_timeout: float | None = Field(None, gt=0)
     #: an asciinema recording of the terminal (``recording.cast`` in the trial's directory)
     record: bool = False
+    #: how the task's image is built (``base_map``, ``ca_bundle``; see tasks.build.BuildSettings)
+    build: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass
@@ -105,7 +107,8 @@ def trial_env(task: Any, spec: TrialSpec, *, client: Any = None, pool: Any = Non
     """The environment of one trial (the task's image is built under ``build_lock``, so that many
     threads starting the same task build it once)."""
     with build_lock if build_lock is not None else contextlib.nullcontext():
-        env = TerminalEnv(task, config=dict(spec.env), reward=spec.reward, client=client, pool=pool)
+        env = TerminalEnv(task, config=dict(spec.env), reward=spec.reward, client=client, pool=pool,
+                          build_options=dict(spec.build))
     if spec.verify_timeout and env.verifier is not None:
         env.verifier.timeout = spec.verify_timeout
     return env

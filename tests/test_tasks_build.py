@@ -80,6 +80,33 @@ def test_tag_follows_content_mapping_and_ca(tmp_path):
     assert image_tag(load_task(d)) != plain
 
 
+def test_build_settings_come_from_the_environment_once_for_every_builder(tmp_path, monkeypatch):
+    """TERMINAL_ENV_BASE_MAP / TERMINAL_ENV_CA_BUNDLE reach every builder: the tag that `tasks
+    build` plans is the one TerminalEnv and `run` plan, and a flag or argument still wins."""
+    from terminal_env.runner.config import RunConfig
+    from terminal_env.runner.run import trial_spec
+    from terminal_env.tasks.build import BuildSettings
+
+    d = task_copy(tmp_path, "harbor-sum", "settings", dockerfile="FROM example.invalid/img:1\nWORKDIR /app\n")
+    task = load_task(d)
+    ca = tmp_path / "ca.pem"
+    ca.write_text(PEM)
+    explicit = image_tag(task, base_map={"example.invalid/img": BASE_IMAGE}, ca_bundle=ca)
+    plain = image_tag(task)
+    monkeypatch.setenv("TERMINAL_ENV_BASE_MAP", f"example.invalid/img={BASE_IMAGE}")
+    monkeypatch.setenv("TERMINAL_ENV_CA_BUNDLE", str(ca))
+    assert image_tag(task) == explicit != plain  # the environment's settings, as if given
+    assert image_tag(task, base_map={}, ca_bundle=ca) != explicit  # an explicit empty map wins
+    assert BuildSettings.resolve().ca_bundle == str(ca)
+    monkeypatch.setenv("TERMINAL_ENV_BASE_MAP", "no-equals-sign")
+    with pytest.raises(ConfigError, match="TERMINAL_ENV_BASE_MAP expects IMAGE=LOCAL_IMAGE"):
+        image_tag(task)
+    # `terminal-env run --base-map/--ca-bundle` travel with every trial to the environment
+    cfg = RunConfig(tasks=[str(d)], model="nop", base_map={"a": "b"}, ca_bundle=str(ca))
+    assert trial_spec(cfg, task, 1, "r").build == {"base_map": {"a": "b"}, "ca_bundle": str(ca)}
+    assert trial_spec(RunConfig(tasks=[str(d)], model="nop"), task, 1, "r").build == {}
+
+
 def test_ca_bundle_must_be_a_pem_file(tmp_path):
     task = load_task(TASKS / "harbor-sum")
     with pytest.raises(ConfigError, match="does not exist"):

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..actions import Command, Keys, Submit
+from ..errors import ConfigError
 from ..models.base import Completion
 
 
@@ -82,8 +83,6 @@ class Harness:
 
     def __init__(self, **options: Any):
         if options:
-            from ..errors import ConfigError
-
             raise ConfigError(f"harness {self.name!r} takes no options, got {sorted(options)}")
 
     # -- episode -------------------------------------------------------------------------

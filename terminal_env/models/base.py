@@ -12,8 +12,9 @@ never scores it as the agent's failure) when the model cannot be reached after i
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -112,21 +113,6 @@ def split_thinking(text: str) -> tuple[str, str | None]:
     return _THINK.sub("", text), "\n".join(t.strip() for t in found)
 
 
-@runtime_checkable
-class ModelBackend(Protocol):
-    """Anything that answers chat messages. ``name`` identifies the model in trajectories."""
-
-    name: str
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        params: SamplingParams | None = None,
-    ) -> Completion: ...
-
-
 class EpisodeAware:
     """Mixin for backends that need to see the environment when an episode starts (the oracle
     copies the solution in; replay and scripted backends rewind)."""
@@ -145,8 +131,6 @@ def count_tokens_approx(messages: list[dict[str, Any]], tools: list[dict[str, An
     >>> count_tokens_approx([{"role": "user", "content": "x" * 700}])
     204
     """
-    import json
-
     chars = 0
     for m in messages:
         content = m.get("content") or ""

@@ -55,7 +55,7 @@ _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 def _import_hf() -> tuple[Any, Any]:
     try:
-        import torch
+        import torch  # the optional extra [hf]
         import transformers
     except ImportError as e:
         raise ConfigError(f"{_INSTALL_HINT} ({e})") from e
@@ -317,7 +317,7 @@ def _make_recorder(torch: Any) -> Any:
     """A logits processor, first in the chain (before temperature and top-p), that keeps the
     raw log-softmax row of the last step and reads off the chosen token's log-prob at the next
     step (whose ``input_ids`` end with it). Memory: one vocabulary row, not one per step."""
-    import transformers
+    import transformers  # the optional extra [hf]
 
     class RawLogprobRecorder(transformers.LogitsProcessor):
         def __init__(self) -> None:
@@ -341,7 +341,7 @@ def _make_recorder(torch: Any) -> Any:
 
 def _make_stop_criterion(transformers: Any, tokenizer: Any, stops: list[str], prompt_len: int) -> Any:
     """Stop once the generated text contains a stop string (checked on a tail of tokens)."""
-    import torch
+    import torch  # the optional extra [hf]
 
     window = 2 * max(len(s) for s in stops) + 8
 

@@ -126,7 +126,7 @@ class OpenAIBackend:
         if max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, not {max_retries!r}")
         try:
-            import openai
+            import openai  # the optional extra [openai]
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ConfigError(
                 "the OpenAI backend needs the `openai` package: pip install openai"

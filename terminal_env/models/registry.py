@@ -23,12 +23,16 @@ More kinds are added with :func:`register_backend`: a factory ``(rest, **options
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .base import ModelBackend
+from ..protocols import ModelBackend
+from . import simple
+from .simple import ReplayBackend, ScriptedBackend
 
 __all__ = ["BACKEND_KINDS", "check_options", "make_backend", "parse_spec", "register_backend"]
 
@@ -97,7 +101,7 @@ def _known() -> str:
 
 
 def _openai(rest: str, **options: Any) -> ModelBackend:
-    from .openai_backend import OpenAIBackend
+    from .openai_backend import OpenAIBackend  # here: it needs the optional extra [openai]
 
     if not rest:
         raise ConfigError("openai:MODEL needs the model name the server serves, "
@@ -108,7 +112,7 @@ def _openai(rest: str, **options: Any) -> ModelBackend:
 
 
 def _hf(rest: str, **options: Any) -> ModelBackend:
-    from .hf_backend import TransformersBackend
+    from .hf_backend import TransformersBackend  # here: it needs the optional extra [hf]
 
     if not rest:
         raise ConfigError("hf:PATH needs a model directory, e.g. hf:./checkpoints/step-100")
@@ -129,8 +133,6 @@ def _no_options(kind: str, rest: str, options: dict[str, Any]) -> None:
 
 def _simple(kind: str) -> Factory:
     def factory(rest: str, **options: Any) -> ModelBackend:
-        from . import simple
-
         _no_options(kind, rest, options)
         cls = {"oracle": simple.OracleBackend, "nop": simple.NopBackend, "human": simple.HumanBackend}[kind]
         return cls()
@@ -139,8 +141,6 @@ def _simple(kind: str) -> Factory:
 
 
 def _replay(rest: str, **options: Any) -> ModelBackend:
-    from .simple import ReplayBackend
-
     if not rest:
         raise ConfigError("replay:FILE needs a saved trajectory.json, e.g. replay:runs/x/trials/t/1/trajectory.json")
     _no_options("replay", "", options)
@@ -148,11 +148,6 @@ def _replay(rest: str, **options: Any) -> ModelBackend:
 
 
 def _scripted(rest: str, **options: Any) -> ModelBackend:
-    import json
-    from pathlib import Path
-
-    from .simple import ScriptedBackend
-
     _no_options("scripted", "", options)
     path = Path(rest)
     try:

@@ -8,11 +8,14 @@ agent loop switches to it for them.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import ConfigError
+from ..policies import SOLUTION_DIR, OraclePolicy
+from ..trajectory import Trajectory
 from .base import Completion, EpisodeAware, ModelError, ToolCall, split_thinking
 
 Reply = str | dict[str, Any] | Completion
@@ -32,8 +35,6 @@ def to_completion(reply: Reply, n: int = 0) -> Completion:
         text, reasoning = split_thinking(reply)
         return Completion(text=text, reasoning=reasoning, finish_reason="stop")
     if isinstance(reply, dict):
-        import json
-
         calls = []
         for i, c in enumerate(reply.get("tool_calls") or []):
             args = c.get("arguments", "")
@@ -72,8 +73,6 @@ class ReplayBackend(ScriptedBackend):
     """Replays the completions of a saved trajectory, in its harness."""
 
     def __init__(self, path: str | Path):
-        from ..trajectory import Trajectory
-
         traj = Trajectory.load(path)
         comps = [t.completion for t in traj.turns if t.completion is not None]
         if not comps:
@@ -105,8 +104,6 @@ class OracleBackend(EpisodeAware):
         self._cmd: str | None = None
 
     def start_episode(self, env: Any, harness: Any) -> None:
-        from ..policies import SOLUTION_DIR, OraclePolicy
-
         task = env.source_task
         if task is None:
             raise ConfigError("the oracle needs a task directory (it runs the task's solution/)")

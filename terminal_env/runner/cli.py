@@ -10,7 +10,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+from rich.console import Console
+
+from ..agent import run_agent
+from ..env import TerminalEnv
 from ..errors import ConfigError
+from ..harness import get_harness, harness_class
+from ..models.simple import HumanBackend
+from ..report import write_report
+from ..sandbox.cleanup import remove_all
+from ..tasks.build import parse_base_map
+from ..trajectory import Trajectory
+from .config import RunConfig, resolve_tasks
+from .run import Runner
+from .table import print_summary, print_trial
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -34,13 +48,6 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-    from rich.console import Console
-
-    from .config import RunConfig
-    from .run import Runner
-    from .table import print_summary
-
     try:
         config = RunConfig(
             tasks=args.tasks, harness=args.harness, model=args.model, model_options=_model_options(args),
@@ -49,10 +56,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             episode_timeout=args.episode_timeout, verify_timeout=args.verify_timeout, reward=args.reward,
             infra_retries=args.retries, allow_test=args.allow_test, seed=args.seed,
             progress=not args.quiet, runtime=args.runtime,
+            base_map=parse_base_map(args.base_map) if args.base_map else None, ca_bundle=args.ca_bundle,
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid run options: {exc}") from None
-    from ..harness import harness_class
 
     harness_class(config.harness)  # an unknown harness fails before anything starts
     out = Path(args.out) if args.out else Path("runs") / (
@@ -66,7 +73,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         # The runner removed the sandboxes and recorded no unfinished trial. Worker threads may
         # still wait on a model server; do not wait for them.
-        from ..sandbox.cleanup import remove_all
 
         remove_all()  # os._exit skips atexit: remove what a late worker may have started
         console.print(f"interrupted: finished trials are kept; resume with the same command (--out {out})")
@@ -75,15 +81,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         os._exit(130)
     print_summary(summary, console=Console(highlight=False))
     if args.report:
-        from ..report import write_report
-
         console.print(f"report: {write_report(out)}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..report import write_report
-
     index = write_report(Path(args.run_dir), Path(args.other) if args.other else None,
                          Path(args.out) if args.out else None)
     print(index)
@@ -91,8 +93,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..trajectory import Trajectory
-
     src = Path(args.source)
     files = sorted(src.glob("trials/*/*/trajectory.json")) if src.is_dir() else [src]
     if not files:
@@ -113,13 +113,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_play(args: argparse.Namespace) -> int:
     """A human plays a task through the generic harness; the verifier scores it at the end."""
-    from ..agent import run_agent
-    from ..env import TerminalEnv
-    from ..harness import get_harness
-    from ..models.simple import HumanBackend
-    from .config import resolve_tasks
-    from .table import print_trial
-
     (task,) = resolve_tasks([args.task], allow_test=args.allow_test)[:1]
     env = TerminalEnv(task, reward=args.reward, max_steps=10_000)
     try:
@@ -163,6 +156,10 @@ def add_run_parsers(sub: Any) -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--runtime", help="OCI runtime of every sandbox: runsc for gVisor (hardened mode; see "
                    "SECURITY.md), runc; default: each task's [environment] runtime, else the engine's")
+    r.add_argument("--base-map", action="append", metavar="IMAGE=LOCAL",
+                   help="build tasks FROM LOCAL instead of IMAGE (repeatable; default $TERMINAL_ENV_BASE_MAP)")
+    r.add_argument("--ca-bundle", metavar="PATH",
+                   help="inject this CA bundle into task builds (default $TERMINAL_ENV_CA_BUNDLE)")
     r.add_argument("--ray-address",
                    help="play the trials on a Ray cluster (HEAD:PORT, or auto): one worker per node, each "
                         "on its host's Docker engine; tasks must exist at the same path on every host")

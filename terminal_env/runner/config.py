@@ -9,9 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
 from ..models.base import SamplingParams
+from ..tasks import load_task
+from ..tasks.load import find_tasks, is_task_dir
+from ..tasks.pool import SPLITS, load_pool, pool_dir
 
 #: fields that may differ when a run is resumed (they do not change what a trial means)
-RESUMABLE_FIELDS = {"concurrency", "infra_retries", "progress"}
+RESUMABLE_FIELDS = {"concurrency", "infra_retries", "progress", "ca_bundle"}
 
 
 class RunConfig(BaseModel):
@@ -39,6 +42,12 @@ class RunConfig(BaseModel):
     runtime: str | None = Field(
         None, description="OCI runtime of every sandbox, e.g. 'runsc' (default: each task's, else the engine's)."
     )
+    base_map: dict[str, str] | None = Field(
+        None, description="FROM images to local ones for task builds (default: $TERMINAL_ENV_BASE_MAP)."
+    )
+    ca_bundle: str | None = Field(
+        None, description="CA bundle injected into task builds (default: $TERMINAL_ENV_CA_BUNDLE)."
+    )
     infra_retries: int = Field(2, ge=0, le=20)
     allow_test: bool = False
     seed: int = 0
@@ -50,10 +59,6 @@ class RunConfig(BaseModel):
 
 def resolve_tasks(specs: list[str], *, allow_test: bool = False) -> list[Any]:
     """Load the tasks named by ``specs`` (see :attr:`RunConfig.tasks`); sorted, no duplicates."""
-    from ..tasks import load_task
-    from ..tasks.load import find_tasks, is_task_dir
-    from ..tasks.pool import SPLITS, load_pool, pool_dir
-
     found: dict[str, Any] = {}
     for spec in specs:
         if spec == "pool" or spec.startswith("pool:"):

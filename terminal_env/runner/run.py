@@ -24,7 +24,8 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..scale.cluster import RayRollouts, backend_ref, probe, require_ray
-from ..scale.executor import Executor, LocalExecutor, TrialJob
+from ..protocols import Executor
+from ..scale.executor import LocalExecutor, TrialJob
 from ..errors import ConfigError
 from ..fileio import write_json_atomic
 from ..metrics import summarize
@@ -48,6 +49,7 @@ def trial_spec(config: RunConfig, task: Any, attempt: int, run_id: str) -> Trial
         harness=config.harness, harness_options=config.harness_options, params=config.params,
         max_turns=config.max_turns, seed=config.seed + attempt, reward=config.reward, record=True,
         verify_timeout=config.verify_timeout or None,
+        build={k: v for k, v in (("base_map", config.base_map), ("ca_bundle", config.ca_bundle)) if v is not None},
         env={"max_steps": config.max_steps, "command_timeout": config.command_timeout,
              "time_limit": config.episode_timeout or float(task.agent_timeout), "run_id": run_id,
              "runtime": config.runtime},

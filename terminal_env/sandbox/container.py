@@ -33,7 +33,7 @@ from .cgroups import cgroup_files
 from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
 from .dockerio import AttachSocket, ExecSocket
-from .engine import get_client
+from .engine import get_client, require_runtimes
 
 
 #: environment variable that sets the default of ``first_shell`` (``auto``, ``exec``, ``attach``)
@@ -281,8 +281,6 @@ class Sandbox:
         except docker.errors.APIError as exc:
             text = str(exc.explanation or exc)
             if cfg.runtime and "runtime" in text.lower():
-                from .engine import require_runtimes
-
                 require_runtimes(self.client, [cfg.runtime])  # a ConfigError naming what to do
             hint = f".{runtime_hint}" if runtime_hint and "runtime" in text.lower() else ""
             raise SandboxError(

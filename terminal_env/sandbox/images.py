@@ -25,6 +25,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -257,8 +258,6 @@ def _trim_rootfs(rootfs: Path, recipe: BaseRecipe) -> None:
 
 def mirror_reachable(recipe: BaseRecipe, timeout: float = 10) -> bool:
     """Whether the Debian mirror answers (one small HTTP request for the suite's Release file)."""
-    import urllib.request
-
     url = f"{recipe.mirror.rstrip('/')}/dists/{recipe.suite}/Release"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):

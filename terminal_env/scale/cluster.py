@@ -85,7 +85,7 @@ class RemoteError(TerminalEnvError, RuntimeError):
 
 def require_ray() -> Any:
     try:
-        import ray
+        import ray  # the optional extra [ray]
     except ImportError:
         raise ConfigError(f"rollouts on a Ray cluster need Ray, which is not installed: {INSTALL_HINT}") from None
     return ray

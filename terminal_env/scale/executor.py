@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..sandbox.engine import get_client
 from ..trial import Backends, TrialOutcome, TrialSpec, play_trial
@@ -34,21 +34,6 @@ class TrialJob:
     run_id: str | None = None
     #: how many times a trial whose worker died is tried again (Ray; None: the executor's default)
     retries: int | None = None
-
-
-class Executor(Protocol):
-    """Where trials run. ``play`` blocks until the trial ends and may be called from many
-    threads at once; it never raises for what happens inside a trial (see ``TrialOutcome``)."""
-
-    def check_backend(self, backend: Any, options: dict[str, Any]) -> None: ...
-
-    def play(self, job: TrialJob) -> TrialOutcome: ...
-
-    def abort(self, run_id: str | None = None) -> None: ...
-
-    def stats(self) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
 
 
 class LocalExecutor:

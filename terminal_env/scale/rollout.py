@@ -32,7 +32,8 @@ from ..models.base import SamplingParams
 from ..trajectory import Trajectory
 from ..trial import TrialSpec, masked_trajectory
 from .cluster import RayRollouts
-from .executor import Executor, LocalExecutor, TrialJob
+from ..protocols import Executor
+from .executor import LocalExecutor, TrialJob
 
 
 class RolloutPool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import queue
 import re
 import shutil
@@ -95,6 +96,56 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:100] or "task"
 
 
+#: the environment variables every command and API that builds reads, when not told otherwise
+CA_BUNDLE_ENV = "TERMINAL_ENV_CA_BUNDLE"
+BASE_MAP_ENV = "TERMINAL_ENV_BASE_MAP"
+
+
+def parse_base_map(items: list[str] | None, source: str = "--base-map") -> dict[str, str]:
+    """``["A=B", ...]`` -> ``{"A": "B"}``; ``source`` (a flag or a variable) names the input in
+    errors.
+
+    >>> parse_base_map(["ghcr.io/x/y:1=terminal-env/base:bookworm-1"])
+    {'ghcr.io/x/y:1': 'terminal-env/base:bookworm-1'}
+    """
+    out: dict[str, str] = {}
+    for item in items or []:
+        image, sep, local = item.partition("=")
+        if not sep or not image.strip() or not local.strip():
+            raise ConfigError(f"{source} expects IMAGE=LOCAL_IMAGE, got {item!r}")
+        out[image.strip()] = local.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """How task images are built, decided once: the base-image mapping (``FROM`` images that
+    cannot be pulled here, to local ones) and the CA bundle injected for TLS-intercepting proxies.
+    What a caller gives (a flag, an argument) wins; else ``$TERMINAL_ENV_BASE_MAP`` (``A=B``
+    pairs separated by spaces or commas) and ``$TERMINAL_ENV_CA_BUNDLE`` (a path). Every command
+    and API that builds resolves its settings here, so an image ``tasks build`` made is the one
+    ``TerminalEnv`` and ``run`` find.
+
+    >>> BuildSettings.resolve(environ={"TERMINAL_ENV_BASE_MAP": "a:1=b:2, c=d"}).base_map
+    {'a:1': 'b:2', 'c': 'd'}
+    >>> BuildSettings.resolve(base_map={"x": "y"}, environ={"TERMINAL_ENV_BASE_MAP": "a=b"}).base_map
+    {'x': 'y'}
+    """
+
+    base_map: dict[str, str] = field(default_factory=dict)
+    ca_bundle: str | None = None
+
+    @classmethod
+    def resolve(cls, base_map: dict[str, str] | None = None, ca_bundle: str | Path | None = None,
+                environ: Any = None) -> "BuildSettings":
+        env = os.environ if environ is None else environ
+        if base_map is None:
+            base_map = parse_base_map(env.get(BASE_MAP_ENV, "").replace(",", " ").split(), BASE_MAP_ENV)
+        if ca_bundle is None:
+            ca_bundle = env.get(CA_BUNDLE_ENV) or None
+        return cls(dict(base_map), str(ca_bundle) if ca_bundle else None)
+
+
 def _read_ca(ca_bundle: str | Path | None) -> bytes | None:
     if ca_bundle is None:
         return None
@@ -114,9 +165,11 @@ def plan_build(
     ca_bundle: str | Path | None = None,
 ) -> BuildPlan:
     """Decide the Dockerfile to build and the tag it gets, without touching the engine.
-    ``base_map`` extends (and overrides) :data:`~terminal_env.sandbox.images.BASE_IMAGE_ALIASES`."""
-    mapping = {**BASE_IMAGE_ALIASES, **(base_map or {})}
-    ca = _read_ca(ca_bundle)
+    ``base_map`` extends (and overrides) :data:`~terminal_env.sandbox.images.BASE_IMAGE_ALIASES`;
+    what is not given comes from the environment (:class:`BuildSettings`)."""
+    settings = BuildSettings.resolve(base_map, ca_bundle)
+    mapping = {**BASE_IMAGE_ALIASES, **settings.base_map}
+    ca = _read_ca(settings.ca_bundle)
     if task.dockerfile is None:  # a prebuilt image: build only to inject the CA bundle
         assert task.docker_image is not None
         mapped = map_base_image(task.docker_image, mapping)

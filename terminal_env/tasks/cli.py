@@ -20,7 +20,7 @@ from rich.text import Text
 from ..errors import ConfigError, InfraError
 from ..sandbox.engine import get_client
 from ..sandbox.images import image_exists
-from .build import build_image, image_tag
+from .build import build_image, image_tag, parse_base_map
 from .check import check_task, sample_paths
 from .load import find_tasks, load_task, read_task, validate
 from .model import Problem
@@ -63,23 +63,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def parse_base_map(items: list[str] | None) -> dict[str, str]:
-    """``["A=B", ...]`` -> ``{"A": "B"}``.
-
-    >>> parse_base_map(["ghcr.io/x/y:1=terminal-env/base:bookworm-1"])
-    {'ghcr.io/x/y:1': 'terminal-env/base:bookworm-1'}
-    """
-    out: dict[str, str] = {}
-    for item in items or []:
-        image, sep, local = item.partition("=")
-        if not sep or not image.strip() or not local.strip():
-            raise ConfigError(f"--base-map expects IMAGE=LOCAL_IMAGE, got {item!r}")
-        out[image.strip()] = local.strip()
-    return out
-
-
 def cmd_build(args: argparse.Namespace) -> int:
-    base_map = parse_base_map(args.base_map)
+    base_map = parse_base_map(args.base_map) if args.base_map else None  # None: $TERMINAL_ENV_BASE_MAP
     tasks = [load_task(p) for p in find_tasks(args.paths)]  # every task valid before any build
     client = get_client()
     table = Table(title=f"{len(tasks)} task image(s)")
