@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .errors import ConfigError
-from .sandbox import SandboxConfig
+from .sandbox import SandboxConfig, SandboxLimits
 
 DEFAULT_IMAGE = "terminal-env/base:bookworm-1"
 
 
-class TaskSpec(BaseModel):
-    """What an episode runs: the sandbox to start and what to tell the agent."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class TaskSpec(SandboxLimits):
+    """What an episode runs: the sandbox to start (its limits are
+    :class:`~terminal_env.sandbox.SandboxLimits`, declared once) and what to tell the agent."""
 
     name: str = Field(min_length=1, max_length=200)
     instruction: str
@@ -27,14 +26,6 @@ class TaskSpec(BaseModel):
     workdir: str | None = "/app"
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = None
-    cpus: float = Field(1.0, gt=0)
-    memory_mb: int = Field(2048, ge=16)
-    pids_limit: int = Field(1024, ge=16)
-    network: bool = False
-    #: OCI runtime of the sandbox ("runsc" for gVisor); None: the engine's default
-    runtime: str | None = None
-    #: disk budget of the sandbox's writable layer, MB (None: unlimited); see terminal_env.sandbox.disk
-    storage_mb: int | None = Field(None, ge=1)
     #: files written into the sandbox before the episode, {absolute path: content}
     files: dict[str, str] = Field(default_factory=dict)
     #: shell commands run as root before the episode starts (not shown to the agent)
@@ -49,16 +40,11 @@ class TaskSpec(BaseModel):
         extra = {} if first_shell is None else {"first_shell": first_shell}
         return SandboxConfig(
             **extra,
+            **{**self.limits(), "runtime": runtime or self.runtime},
             image=self.image,
-            cpus=self.cpus,
-            memory_mb=self.memory_mb,
-            pids_limit=self.pids_limit,
-            storage_mb=self.storage_mb,
-            network=self.network,
             workdir=self.workdir,
             env=dict(self.env),
             user=self.user,
-            runtime=runtime or self.runtime,
             run_id=run_id,
             task=self.name,
         )

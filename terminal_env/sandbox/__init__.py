@@ -8,10 +8,12 @@ This layer imports nothing above it (no session, tasks or verifier).
 """
 
 from .cleanup import LABEL_MANAGED, LABEL_PREFIX
-from .container import ExecResult, FirstShellMode, Sandbox, SandboxConfig, default_first_shell, quote
+from .container import (
+    ExecResult, FirstShellMode, Sandbox, SandboxConfig, SandboxLimits, default_first_shell, quote,
+)
 from .cgroups import cgroup_files
 
 __all__ = [
-    "LABEL_MANAGED", "LABEL_PREFIX", "ExecResult", "FirstShellMode", "Sandbox", "SandboxConfig",
+    "LABEL_MANAGED", "LABEL_PREFIX", "ExecResult", "FirstShellMode", "Sandbox", "SandboxConfig", "SandboxLimits",
     "cgroup_files", "default_first_shell", "quote",
 ]

@@ -106,12 +106,12 @@ class FirstShell:
     shell: str = "bash"
 
 
-class SandboxConfig(BaseModel):
-    """What a sandbox container looks like. Validated once, before anything starts."""
+class SandboxLimits(BaseModel):
+    """The limits of a sandbox, declared once: a task (:class:`~terminal_env.task.TaskSpec`) and a
+    container (:class:`SandboxConfig`) both have exactly these, with the same bounds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    image: str = Field(description="Image reference; must exist locally (nothing is pulled).")
     cpus: float = Field(1.0, gt=0, le=256, description="CPU share (docker --cpus).")
     memory_mb: int = Field(2048, ge=16, description="Memory limit; no swap beyond it (OOM kill).")
     pids_limit: int = Field(1024, ge=16, description="Maximum number of processes.")
@@ -125,10 +125,20 @@ class SandboxConfig(BaseModel):
         ),
     )
     network: bool = Field(False, description="Give the container a network (default: only lo).")
+    runtime: str | None = Field(None, description="OCI runtime, e.g. 'runsc' for gVisor; None: the engine's default.")
+
+    def limits(self) -> dict[str, Any]:
+        """Just the limits (to hand from a task to its container)."""
+        return {name: getattr(self, name) for name in SandboxLimits.model_fields}
+
+
+class SandboxConfig(SandboxLimits):
+    """What a sandbox container looks like. Validated once, before anything starts."""
+
+    image: str = Field(description="Image reference; must exist locally (nothing is pulled).")
     workdir: str | None = Field(None, description="Working directory; default: the image's.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     user: str | None = Field(None, description="User the agent's shell runs as; default: image's.")
-    runtime: str | None = Field(None, description="OCI runtime, e.g. 'runsc' for gVisor.")
     hostname: str = "sandbox"
     run_id: str = Field("adhoc", description="Run identifier, recorded as a label.")
     task: str = Field("adhoc", description="Task name, recorded as a label.")
