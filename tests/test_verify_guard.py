@@ -123,7 +123,7 @@ def test_attack_inside_the_test_process_fails_named(tasks, name, attack):
     assert named in result.message and named in result.guard, (result.message, result.guard)
 
 
-def test_imported_tb1_without_a_summary_fails(tasks, tmp_path):
+def test_imported_tb1_without_a_summary_fails(tasks):
     """The import's test.sh no longer turns a silent exit 0 into reward 1."""
     task = tasks["tb1-imported"]
     status, output = unguarded(task, write_module("tb1-imported", ATTACKS["exit-early"][0]))
@@ -144,23 +144,47 @@ def test_no_record_from_tests_that_run_pytest_is_a_failure():
     assert guard.verdict(None, "k", pytest_expected=False).ok is False  # the directory was removed
 
 
-def test_failing_tests_with_pytests_own_maxfail_stop_are_not_flagged():
-    """-x stops after a failure: fewer tests ran than were collected, but a failure explains it."""
+def signed(events: list[dict], key: str = "k") -> bytes:
+    """A session record as the plugin writes it (HMAC-chained lines)."""
     import hashlib
     import hmac
     import json
 
-    key, mac, lines = "k", b"", []
-    for event in [
-        {"event": "start"}, {"event": "collected", "nodeids": ["t::a", "t::b"]},
-        {"event": "test", "nodeid": "t::a", "raw": "failed"},
-        {"event": "finish", "exitstatus": 1, "reported": {"t::a": "failed"}, "stopped": "", "shouldstop": "x"},
-    ]:
+    mac, lines = b"", []
+    for event in events:
         body = json.dumps(event, sort_keys=True)
         mac = hmac.new(key.encode(), mac + body.encode(), hashlib.sha256).hexdigest().encode()
         lines.append(f"{body}\t{mac.decode()}")
-    v = guard.verdict({"s.jsonl": "\n".join(lines).encode()}, key, pytest_expected=True)
+    return "\n".join(lines).encode()
+
+
+START, COLLECTED = {"event": "start"}, {"event": "collected", "nodeids": ["t::a", "t::b"]}
+
+
+def finish(status: int, **kw) -> dict:
+    return {"event": "finish", "exitstatus": status, "reported": {}, "stopped": "", "shouldstop": "", **kw}
+
+
+def test_failing_tests_with_pytests_own_maxfail_stop_are_not_flagged():
+    """-x stops after a failure: fewer tests ran than were collected, but a failure explains it."""
+    record = signed([START, COLLECTED, {"event": "test", "nodeid": "t::a", "raw": "failed"},
+                     finish(1, reported={"t::a": "failed"}, shouldstop="x")])
+    v = guard.verdict({"s.jsonl": record}, "k", pytest_expected=True)
     assert v.ok is True, v.note
+
+
+@pytest.mark.parametrize("events, named", [
+    ([START, finish(2)], "stopped before it finished collecting"),
+    ([START, COLLECTED, finish(2)], "exit status 2 (interrupted: a test module could not be collected"),
+    ([START, COLLECTED, {"event": "test", "nodeid": "t::a", "raw": "passed"}, finish(0)],
+     "pytest ended early with no failing test to explain it: 1 of 2 tests ran"),
+    ([START, COLLECTED, {"event": "test", "nodeid": "t::a", "raw": "failed"},
+      {"event": "test", "nodeid": "t::b", "raw": "passed"}, finish(0, reported={"t::a": "failed"})],
+     "pytest exited 0 although t::a failed"),
+])
+def test_a_run_that_did_not_end_as_reported_is_named(events, named):
+    v = guard.verdict({"s.jsonl": signed(events)}, "k", pytest_expected=True)
+    assert v.ok is False and named in v.note, v.note
 
 
 def test_separate_copy_of_a_task_keeps_the_guard(tmp_path, base_image):

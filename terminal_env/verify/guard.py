@@ -181,6 +181,11 @@ def _session_problem(events: list[dict[str, Any]]) -> str:
                 f"{finish.get('exitstatus')}): no test ran")
     if not raw and finish.get("exitstatus") == 0:
         return "pytest exited 0 but no test ran"
+    status = finish.get("exitstatus")
+    if status not in (0, 1, 5):
+        why = {2: "interrupted: a test module could not be collected, or the run was stopped",
+               3: "an internal error", 4: "a usage error"}.get(status, "not a test verdict")
+        return f"pytest ended with exit status {status} ({why}): {ran}"
     if len(raw) < len(collected) and not failing:
         why = f" (session.shouldstop = {finish['shouldstop']!r})" if finish.get("shouldstop") else ""
         return f"pytest ended early{why} with no failing test to explain it: {ran}"
@@ -191,8 +196,6 @@ def _session_problem(events: list[dict[str, Any]]) -> str:
                     f"{outcome}, but it {_said(raw.get(nodeid, 'not-run'))}")
     if failing and finish.get("exitstatus") == 0:
         return f"pytest exited 0 although {failing[0]} failed"
-    if finish.get("exitstatus") not in (0, 1, 5):
-        return f"pytest ended with exit status {finish.get('exitstatus')} (interrupted or broken): {ran}"
     return ""
 
 
