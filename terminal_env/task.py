@@ -51,11 +51,15 @@ class TaskSpec(SandboxLimits):
 
     @classmethod
     def coerce(cls, value: Any) -> "TaskSpec":
-        """A TaskSpec from a TaskSpec, a dict, or anything with a ``to_spec()`` method."""
+        """A TaskSpec from a TaskSpec or a dict. A loaded task directory is not converted here (it
+        needs its image built first): give it to ``TerminalEnv``, or ``task.to_spec(build_image(task))``."""
         if isinstance(value, TaskSpec):
             return value
         if hasattr(value, "to_spec"):
-            return value.to_spec()
+            raise ConfigError(
+                f"task {getattr(value, 'name', '?')!r} is a loaded task directory: its image must be built "
+                "first; give it to TerminalEnv (which builds it), or use task.to_spec(build_image(task))"
+            )
         if isinstance(value, dict):
             try:
                 return cls.model_validate(value)

@@ -496,3 +496,10 @@ def test_cli_base_map_parsing():
     assert parse_base_map(["a=b", "c:1=d:2"]) == {"a": "b", "c:1": "d:2"}
     with pytest.raises(ConfigError, match="IMAGE=LOCAL"):
         parse_base_map(["nonsense"])
+
+
+def test_converting_a_loaded_task_never_builds_behind_the_callers_back():
+    task = load_task(TASKS / "harbor-sum")
+    with pytest.raises(ConfigError, match="image must be built first"):
+        TaskSpec.coerce(task)
+    assert task.to_spec("some/image:tag").image == "some/image:tag"  # the image is the caller's

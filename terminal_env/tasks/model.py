@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..task import TaskSpec
-from .build import build_image
 
 Severity = Literal["error", "warning"]
 SPLITS = ("train", "validation", "test")
@@ -498,11 +497,10 @@ class Task(BaseModel):
 
         return {k: re.sub(r"\$\{(\w+)(:-([^}]*))?\}", sub, v) for k, v in self.env.items()}
 
-    def to_spec(self, image: str | None = None) -> TaskSpec:
-        """The :class:`~terminal_env.task.TaskSpec` an episode runs. Without ``image`` the task's
-        image is built first (a cache hit costs one API call)."""
-        if image is None:
-            image = build_image(self)
+    def to_spec(self, image: str) -> TaskSpec:
+        """The :class:`~terminal_env.task.TaskSpec` an episode runs in ``image`` (the task's image,
+        from :func:`~terminal_env.tasks.build.build_image`). Nothing is built here: building is
+        a step of its own, never hidden in a conversion (``TerminalEnv(task)`` does both)."""
         return TaskSpec(
             name=self.name,
             instruction=self.instruction,
