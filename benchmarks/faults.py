@@ -72,9 +72,8 @@ from typing import Any
 from _common import log
 
 from terminal_env import TerminalEnv
-from terminal_env.sandbox import cleanup
+from terminal_env.sandbox import LABEL_MANAGED, cleanup
 from terminal_env.sandbox.engine import DOCKERD_LOG, get_client
-from terminal_env.sandbox import LABEL_MANAGED
 
 ROOT = Path(__file__).resolve().parent.parent
 WORD_STATS = ROOT / "tests" / "data" / "protected" / "word-stats"

@@ -369,8 +369,8 @@ def soak(children: Children, tmp: Path, tag: str, args: argparse.Namespace) -> d
 
 # ---------------------------------------------------------------------------- (v) leaks
 def leaked(tag: str, pids: list[int], since: float) -> list[str]:
-    from terminal_env.sandbox.engine import get_client
     from terminal_env.sandbox import LABEL_MANAGED
+    from terminal_env.sandbox.engine import get_client
 
     client = get_client()
     out = []

@@ -49,9 +49,8 @@ from typing import Any, Callable
 import _common
 
 from terminal_env import TerminalEnv
-from terminal_env.sandbox import cleanup
+from terminal_env.sandbox import LABEL_MANAGED, LABEL_PREFIX, SandboxConfig, cleanup
 from terminal_env.sandbox.engine import get_client
-from terminal_env.sandbox import LABEL_MANAGED, LABEL_PREFIX, SandboxConfig
 from terminal_env.task import hello_task
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -66,14 +66,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/ (for _co
 from _common import log, stats  # the benchmarks' shared helpers
 
 from terminal_env import TerminalEnv
-from terminal_env.sandbox import cleanup
 from terminal_env.actions import Command
-from terminal_env.sandbox.engine import get_client
 from terminal_env.errors import InfraError
 from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy
-from terminal_env.sandbox import LABEL_MANAGED
-from terminal_env.tasks import load_task
+from terminal_env.sandbox import LABEL_MANAGED, cleanup
+from terminal_env.sandbox.engine import get_client
 from terminal_env.scale.warm import WarmPool
+from terminal_env.tasks import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = ROOT / "tests" / "data" / "protected" / "word-stats"

@@ -70,8 +70,8 @@ def bench(label: str, fn: Callable[[], object], n: int, warmup: int = 3,
 
 def by_runtime(name: str, n: int, n_seq: int) -> dict:
     """env.step latency and a cold reset with the sandbox under the OCI runtime ``name``."""
-    from terminal_env.sandbox.engine import get_client, require_runtimes
     from terminal_env.errors import ConfigError
+    from terminal_env.sandbox.engine import get_client, require_runtimes
 
     try:
         require_runtimes(get_client(), [name])

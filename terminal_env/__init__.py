@@ -19,7 +19,6 @@ from .sandbox import Sandbox, SandboxConfig
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec
 
-
 register_envs()
 
 __all__ = [

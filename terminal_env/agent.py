@@ -30,14 +30,20 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from . import __version__
 from .actions import Submit, action_to_text
 from .context import fit_messages
 from .errors import ConfigError, InfraError
-from .harness.base import ActionResult, CommandRecord, FormatError, Harness
-from .models.base import Completion, ContextOverflowError, ModelError, SamplingParams, count_tokens_approx
-from .protocols import ModelBackend
-from . import __version__
 from .harness import get_harness
+from .harness.base import ActionResult, CommandRecord, FormatError, Harness
+from .models.base import (
+    Completion,
+    ContextOverflowError,
+    ModelError,
+    SamplingParams,
+    count_tokens_approx,
+)
+from .protocols import ModelBackend
 from .rewards import REWARDS
 from .trajectory import ContextEvent, ModelRef, TaskRef, Trajectory, Turn
 

@@ -39,8 +39,8 @@ from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
 from .tasks import load_task
 from .tasks.build import CA_PATH, BuildSettings, build_image, ca_env
-from .verify.runner import ProtectedVerifier
 from .verify.result import disk_budget_result, exhausted_result
+from .verify.runner import ProtectedVerifier
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from terminal_env.context import fit_messages
 from terminal_env.errors import ConfigError
 from terminal_env.harness.base import ActionResult, CommandRecord, HarnessAction
-from terminal_env.models.base import Completion, ContextOverflowError, ModelError, Usage, count_tokens_approx
+from terminal_env.models.base import (
+    Completion,
+    ContextOverflowError,
+    ModelError,
+    Usage,
+    count_tokens_approx,
+)
 from terminal_env.models.simple import HumanBackend, ScriptedBackend, to_completion
 from terminal_env.recording import CastRecorder, read_cast
 from terminal_env.trajectory import ModelRef, TaskRef, Trajectory, Turn

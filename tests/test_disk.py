@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
+from terminal_env.env import TerminalEnv
 from terminal_env.sandbox import cleanup
 from terminal_env.sandbox.disk import MB, DiskGuard, scan_usage
-from terminal_env.env import TerminalEnv
 from terminal_env.task import TaskSpec
 
 BUDGET = 64

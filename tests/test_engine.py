@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from terminal_env.sandbox import engine
 from terminal_env.errors import EngineUnavailableError
+from terminal_env.sandbox import engine
 
 MISSING_SOCKET = "unix:///nonexistent.sock"
 

@@ -7,9 +7,9 @@ import dataclasses
 import docker
 import pytest
 
+from terminal_env.errors import ImageNotFoundError
 from terminal_env.sandbox import images
 from terminal_env.sandbox.engine import get_client
-from terminal_env.errors import ImageNotFoundError
 from terminal_env.sandbox.images import BASE_IMAGE, BaseRecipe, ensure_base_image, map_base_image
 
 # ---- recipe digest (no engine) ---------------------------------------------------------------

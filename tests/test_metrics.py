@@ -11,8 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from terminal_env.metrics import (
-    bootstrap_ci, compare, mean, mean_at_k, mean_pass_at_k, mean_progress, paired_bootstrap,
-    pass_at_k, summarize, task_table,
+    bootstrap_ci,
+    compare,
+    mean,
+    mean_at_k,
+    mean_pass_at_k,
+    mean_progress,
+    paired_bootstrap,
+    pass_at_k,
+    summarize,
+    task_table,
 )
 from terminal_env.runner.records import TrialResult
 

@@ -11,11 +11,11 @@ from urllib.parse import unquote
 import pytest
 
 from terminal_env.errors import ConfigError
+from terminal_env.fileio import write_json_atomic
 from terminal_env.harness.base import ActionResult, CommandRecord, HarnessAction
 from terminal_env.models.base import Completion, Usage
 from terminal_env.report import write_report
 from terminal_env.report.cast import CastError, read_cast
-from terminal_env.fileio import write_json_atomic
 from terminal_env.runner.records import RUN_SCHEMA, TrialResult, trial_dir
 from terminal_env.trajectory import ModelRef, TaskRef, Trajectory, Turn
 from terminal_env.verify.result import Check, VerifierResult

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from terminal_env import Sandbox, SandboxConfig
-from terminal_env.sandbox.cleanup import gc
 from terminal_env.errors import ConfigError, ImageNotFoundError, SandboxError, SandboxGoneError
+from terminal_env.sandbox.cleanup import gc
 
 pytestmark = pytest.mark.docker
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from terminal_env.tasks.check import check_task, needles, sample_paths
 from terminal_env.tasks import load_task
+from terminal_env.tasks.check import check_task, needles, sample_paths
 
 pytestmark = pytest.mark.docker
 

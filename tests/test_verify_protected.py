@@ -15,8 +15,8 @@ import pytest
 from terminal_env import TerminalEnv
 from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
 from terminal_env.rewards import binary, strict_success_first
-from terminal_env.tasks import load_task
 from terminal_env.sandbox.sweep import cgroup_pids
+from terminal_env.tasks import load_task
 
 pytestmark = pytest.mark.docker
 

@@ -12,7 +12,14 @@ from typing import Any
 
 from ..models.base import Completion
 from .base import ActionResult, FormatError, HarnessAction
-from .generic import GenericHarness, answer_text, cut_off_note, environment_text, result_text, text_action
+from .generic import (
+    GenericHarness,
+    answer_text,
+    cut_off_note,
+    environment_text,
+    result_text,
+    text_action,
+)
 
 _ACTION = re.compile(r"<action>(.*?)</action>", re.S | re.I)
 _OPEN = re.compile(r"<action>", re.I)

@@ -24,7 +24,8 @@ from pathlib import Path
 from ..metrics import compare, summarize
 from ..runner.records import TrialResult
 from .cast import CastError, read_cast
-from .data import Run, load_run, read_trial, trial_page as trial_page_path, trial_path
+from .data import Run, load_run, read_trial, trial_path
+from .data import trial_page as trial_page_path
 from .pages import compare_page, index_page
 from .trial import trial_page
 

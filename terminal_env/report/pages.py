@@ -11,7 +11,19 @@ from ..runner.records import TrialResult
 from . import charts
 from .data import Run, trial_page
 from .html import (
-    badge, ci_text, esc, href, kv, num, outcome_class, page, pct, secs, signed_pct, table, when,
+    badge,
+    ci_text,
+    esc,
+    href,
+    kv,
+    num,
+    outcome_class,
+    page,
+    pct,
+    secs,
+    signed_pct,
+    table,
+    when,
 )
 
 #: difficulty names in their natural order; others follow alphabetically

@@ -23,17 +23,24 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from .. import __version__
-from ..scale.cluster import RayRollouts, backend_ref, probe, require_ray
-from ..protocols import Executor
-from ..scale.executor import LocalExecutor, TrialJob
 from ..errors import ConfigError
 from ..fileio import write_json_atomic
 from ..metrics import summarize
+from ..protocols import Executor
 from ..sandbox.engine import get_client, require_runtimes
+from ..scale.cluster import RayRollouts, backend_ref, probe, require_ray
+from ..scale.executor import LocalExecutor, TrialJob
 from ..trial import TrialOutcome, TrialSpec
 from .config import RunConfig, resolve_tasks
 from .progress import RunProgress
-from .records import RUN_SCHEMA, RUN_VERSION, TrialResult, load_results, read_trial_result, trial_dir
+from .records import (
+    RUN_SCHEMA,
+    RUN_VERSION,
+    TrialResult,
+    load_results,
+    read_trial_result,
+    trial_dir,
+)
 
 BackendFactory = Callable[[], Any]
 

@@ -7,11 +7,17 @@ Docker streams (``dockerio``).
 This layer imports nothing above it (no session, tasks or verifier).
 """
 
+from .cgroups import cgroup_files
 from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .container import (
-    ExecResult, FirstShellMode, Sandbox, SandboxConfig, SandboxLimits, default_first_shell, quote,
+    ExecResult,
+    FirstShellMode,
+    Sandbox,
+    SandboxConfig,
+    SandboxLimits,
+    default_first_shell,
+    quote,
 )
-from .cgroups import cgroup_files
 
 __all__ = [
     "LABEL_MANAGED", "LABEL_PREFIX", "ExecResult", "FirstShellMode", "Sandbox", "SandboxConfig", "SandboxLimits",

@@ -26,7 +26,13 @@ import requests
 from docker.utils.socket import frames_iter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import ConfigError, EngineUnavailableError, ImageNotFoundError, SandboxError, SandboxGoneError
+from ..errors import (
+    ConfigError,
+    EngineUnavailableError,
+    ImageNotFoundError,
+    SandboxError,
+    SandboxGoneError,
+)
 from ..output import OutputBuffer
 from . import cleanup
 from .cgroups import cgroup_files
@@ -34,7 +40,6 @@ from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
 from .dockerio import AttachSocket, ExecSocket
 from .engine import get_client, require_runtimes
-
 
 #: environment variable that sets the default of ``first_shell`` (``auto``, ``exec``, ``attach``)
 FIRST_SHELL_ENV = "TERMINAL_ENV_FIRST_SHELL"

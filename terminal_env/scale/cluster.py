@@ -58,7 +58,7 @@ import time
 import uuid
 from typing import Any
 
-from ..errors import ConfigError, InfraError, TerminalEnvError
+from ..errors import ConfigError, TerminalEnvError
 from ..fileio import write_atomic
 from ..harness import harness_class
 from ..models.registry import BACKEND_KINDS, parse_spec

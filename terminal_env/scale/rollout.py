@@ -29,10 +29,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..harness import harness_class
 from ..models.base import SamplingParams
+from ..protocols import Executor
 from ..trajectory import Trajectory
 from ..trial import TrialSpec, masked_trajectory
 from .cluster import RayRollouts
-from ..protocols import Executor
 from .executor import LocalExecutor, TrialJob
 
 

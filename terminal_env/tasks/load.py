@@ -13,8 +13,8 @@ features this project does not run) let it load and are kept on ``Task.warnings`
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable

@@ -49,8 +49,8 @@ import docker.errors
 
 from ..errors import InfraError, SandboxError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
-from . import guard
 from ..sandbox.sweep import host_sweep, host_sweep_possible, sweep_inside
+from . import guard
 from .parse import parse_results
 from .result import VerifierResult, disk_budget_result
 
