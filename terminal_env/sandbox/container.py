@@ -582,6 +582,23 @@ class Sandbox:
             fh = tar.extractfile(member)
             return fh.read() if fh else b""
 
+    def read_dir(self, path: str, *, limit: int = 64 * 1024 * 1024) -> dict[str, bytes]:
+        """The regular files directly in a directory of the container, by name (links, devices,
+        subdirectories and files over ``limit`` bytes are left out); FileNotFoundError if absent."""
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(f"{path} (in sandbox {self.name})") from None
+        out: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            for member in tar:
+                parts = member.name.split("/")
+                if len(parts) == 2 and member.isfile() and member.size <= limit:
+                    fh = tar.extractfile(member)
+                    if fh is not None:
+                        out[parts[1]] = fh.read()
+        return out
+
     def copy_out(self, path: str, dest: str | os.PathLike[str]) -> None:
         """Copy a file or directory from the container into the host directory ``dest``."""
         try:

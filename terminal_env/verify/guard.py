@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import json
 import re
 import secrets
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
-
-import docker.errors
 
 GUARD_DIR = "/run/terminal-env-guard"
 RECORDS = f"{GUARD_DIR}/records"
@@ -100,18 +96,9 @@ def uses_pytest(scripts: Mapping[str, bytes]) -> bool:
 def read_records(sandbox: Any) -> dict[str, bytes] | None:
     """The session files the plugin wrote (None: the records directory itself is gone)."""
     try:
-        stream, _ = sandbox.container.get_archive(RECORDS)
-    except docker.errors.NotFound:
+        return sandbox.read_dir(RECORDS, limit=16 * 1024 * 1024)
+    except FileNotFoundError:
         return None
-    out: dict[str, bytes] = {}
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if len(parts) == 2 and member.isfile() and member.size <= 16 * 1024 * 1024:
-                fh = tar.extractfile(member)
-                if fh is not None:
-                    out[parts[1]] = fh.read()
-    return out
 
 
 def _events(data: bytes, key: str) -> list[dict[str, Any]] | None:

@@ -37,9 +37,7 @@ failure of the engine or the sandbox becomes ``infra_error``: never scored as th
 
 from __future__ import annotations
 
-import io
 import posixpath
-import tarfile
 import time
 from typing import Any, Iterable
 
@@ -285,19 +283,9 @@ def _read(src: Any) -> bytes:
 def _read_results(sandbox: Sandbox) -> dict[str, bytes]:
     """Regular files directly in /logs/verifier (links, devices and subdirectories ignored)."""
     try:
-        stream, _ = sandbox.container.get_archive("/logs/verifier")
-    except docker.errors.NotFound:
+        return sandbox.read_dir("/logs/verifier", limit=RESULT_FILES_LIMIT)
+    except FileNotFoundError:
         return {}
-    out: dict[str, bytes] = {}
-    data = b"".join(stream)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if len(parts) == 2 and member.isfile() and member.size <= RESULT_FILES_LIMIT:
-                fh = tar.extractfile(member)
-                if fh is not None:
-                    out[parts[1]] = fh.read()
-    return out
 
 
 def _recompute_digest(task: Any) -> str | None:
