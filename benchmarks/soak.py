@@ -12,7 +12,7 @@ finishes. Each thread cycles through a mix of agents, so every environment sees 
 ============  ========================================================  =================
 agent         what it does                                              expected outcome
 ============  ========================================================  =================
-oracle        the task's reference solution (``OraclePolicy``)          passed
+oracle        the task's reference solution (``OracleBackend``)         passed
 nop           submits at once                                           failed
 timeout       ``sleep 60`` with a 2 s command timeout (Ctrl-C stops it)  failed
 stubborn      ``sleep 60`` ignoring SIGINT, 2 s timeout (escalation)     failed
@@ -67,8 +67,10 @@ from _common import log, stats  # the benchmarks' shared helpers
 
 from terminal_env import TerminalEnv
 from terminal_env.actions import Command
+from terminal_env.agent import run_agent
 from terminal_env.errors import InfraError
-from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy
+from terminal_env.harness import get_harness
+from terminal_env.models.simple import NopBackend, OracleBackend, ScriptedBackend
 from terminal_env.sandbox import LABEL_MANAGED, cleanup
 from terminal_env.sandbox.engine import get_client
 from terminal_env.scale.warm import WarmPool
@@ -236,50 +238,34 @@ class ModelServer:
 
 
 # ---------------------------------------------------------------------------- episodes
-def policy_for(agent: str, task: Any) -> Any:
+def backend_for(agent: str, model: ModelServer) -> Any:
     if agent == "oracle":
-        return OraclePolicy(task)
+        return OracleBackend()
     if agent == "nop":
-        return NopPolicy()
+        return NopBackend()
     if agent == "timeout":
-        return ScriptedPolicy([Command(command="sleep 60", timeout=2)])
+        return ScriptedBackend.of_actions([Command(command="sleep 60", timeout=2)])
     if agent == "stubborn":
-        return ScriptedPolicy([Command(command="bash -c \"trap '' INT; sleep 60\"", timeout=2)])
+        return ScriptedBackend.of_actions([Command(command="bash -c \"trap '' INT; sleep 60\"", timeout=2)])
     if agent == "bigout":
-        return ScriptedPolicy([BIG_OUTPUT])
+        return ScriptedBackend.of_actions([BIG_OUTPUT])
+    if agent == "model":
+        return model.backend
     raise ValueError(agent)
 
 
-def play_policy(env: TerminalEnv, agent: str, task: Any) -> dict[str, Any]:
-    policy = policy_for(agent, task)
-    obs, info = env.reset()
-    policy.on_reset(env)
-    steps = []
-    while True:
-        obs, _, term, trunc, info = env.step(policy.act(obs, info))
-        if term or trunc:
-            break
-        steps.append(info)
-    v = info.get("verification")
-    checks = []
+def play(env: TerminalEnv, agent: str, model: ModelServer) -> dict[str, Any]:
+    """One episode of ``agent`` through the agent loop, with the environment's info of each step."""
+    steps: list[dict[str, Any]] = []
+    traj = run_agent(env, get_harness("generic"), backend_for(agent, model), max_turns=4,
+                     on_step=lambda action, obs, info: steps.append(info))
+    v = traj.verification or {}
+    checks = [] if traj.termination == "submitted" or traj.masked else [f"termination-{traj.termination}"]
     if agent in ("timeout", "stubborn") and not any(s.get("timed_out") for s in steps):
         checks.append("timeout-not-reported")
     if agent == "bigout" and not any(s.get("truncated") and (s.get("output_bytes") or 0) >= BIG_OUTPUT_BYTES
                                      for s in steps):
         checks.append("big-output-not-truncated")
-    if not term:
-        checks.append("not-submitted")
-    return {"outcome": v.outcome.value if v is not None else None, "masked": bool(info.get("masked")),
-            "message": (v.message if v is not None else "")[:300], "checks": checks}
-
-
-def play_model(env: TerminalEnv, model: ModelServer) -> dict[str, Any]:
-    from terminal_env.agent import run_agent
-    from terminal_env.harness import get_harness
-
-    traj = run_agent(env, get_harness("generic"), model.backend, max_turns=4)
-    v = traj.verification or {}
-    checks = [] if traj.termination == "submitted" or traj.masked else [f"termination-{traj.termination}"]
     return {"outcome": v.get("outcome"), "masked": traj.masked, "termination": traj.termination,
             "message": (traj.error or v.get("message") or "")[:300], "checks": checks}
 
@@ -345,7 +331,7 @@ class Phase:
             try:
                 if env is None:
                     env = self._new_env(i)
-                res = play_model(env, self.model) if agent == "model" else play_policy(env, agent, self.task)
+                res = play(env, agent, self.model)
                 rec.update(res)
                 if res["masked"]:
                     rec["error_type"] = f"masked:{res.get('termination') or res.get('outcome')}"
@@ -509,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
             log("soak: warm-up episode")
             warm_env = TerminalEnv(task, client=client, run_id=run_id, max_steps=10)
             try:
-                play_policy(warm_env, "oracle", task)
+                play(warm_env, "oracle", model)
             finally:
                 warm_env.close()
         sampler.sample("start")

@@ -26,7 +26,8 @@ from pathlib import Path
 from _common import log, stats
 
 from terminal_env import Sandbox, SandboxConfig, TerminalEnv
-from terminal_env.policies import OraclePolicy, run_episode
+from terminal_env.agent import run_episode
+from terminal_env.models.simple import OracleBackend
 from terminal_env.tasks import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ def main() -> int:
     overhead, rewards = [], []
     try:
         for i in range(args.n):
-            reward, info = run_episode(env, OraclePolicy(task))
+            reward, info = run_episode(env, OracleBackend())
             rewards.append(reward)
             t = dict(env.verifier.last_timings)
             for k, v in t.items():

@@ -4,12 +4,16 @@ An action is a shell command, keystrokes, or submit. The environment also accept
 so that its action space can honestly be a Gymnasium ``Text`` space:
 
 * ``"ls -la"``: a shell command (anything not starting with ``#!``);
+* ``"#!timeout 30\\nmake test"``: a shell command with its own time limit in seconds, on the
+  first line (bounded by the episode's time left, like every command);
 * ``"#!keys C-c"`` / ``"#!keys ':wq' Enter"``: keystrokes, shell-quoted tokens, each a key name
   (``C-c``, ``Up``, ``Enter``, ``M-x``, ...) or literal text;
 * ``"#!submit"``: the agent declares it is done.
 
 >>> parse_action("echo hi")
 Command(kind='command', command='echo hi', timeout=None)
+>>> parse_action("#!timeout 30\\nmake test")
+Command(kind='command', command='make test', timeout=30.0)
 >>> parse_action("#!keys ':wq' Enter")
 Keys(kind='keys', keys=[':wq', 'Enter'], literal=False, wait=1.0, quiet=0.15)
 >>> parse_action("#!submit")
@@ -20,6 +24,7 @@ Submit(kind='submit')
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Annotated, Any, Literal, Union
 
@@ -63,6 +68,25 @@ _adapter: TypeAdapter[Any] = TypeAdapter(Action)
 
 KEYS_PREFIX = "#!keys"
 SUBMIT_TEXT = "#!submit"
+TIMEOUT_PREFIX = "#!timeout"
+
+
+def _timed_command(text: str) -> Command:
+    """``#!timeout SECONDS`` on the first line, the command on the lines after it."""
+    first, _, command = text.partition("\n")
+    value = first[len(TIMEOUT_PREFIX):].strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ConfigError(
+            f"#!timeout needs a positive number of seconds, got {value!r}: e.g. "
+            "'#!timeout 30' on the first line and the command on the next"
+        )
+    if not command.strip():
+        raise ConfigError("#!timeout needs a command on the lines after it, e.g. '#!timeout 30\nmake test'")
+    return Command(command=command, timeout=seconds)
 
 
 def parse_action(action: Any) -> Command | Keys | Submit:
@@ -91,6 +115,8 @@ def parse_action(action: Any) -> Command | Keys | Submit:
             if not tokens:
                 raise ConfigError("a #!keys action needs at least one key, e.g. '#!keys C-c'")
             return Keys(keys=tokens)
+        if stripped.startswith(TIMEOUT_PREFIX + " ") or stripped.split("\n", 1)[0].strip() == TIMEOUT_PREFIX:
+            return _timed_command(stripped)
         return Command(command=action)
     if isinstance(action, dict):
         try:
@@ -108,4 +134,7 @@ def action_to_text(action: Command | Keys | Submit) -> str:
         return SUBMIT_TEXT
     if isinstance(action, Keys):
         return KEYS_PREFIX + " " + " ".join(shlex.quote(k) for k in action.keys)
+    if action.timeout is not None:
+        seconds = repr(float(action.timeout)).removesuffix(".0")
+        return f"{TIMEOUT_PREFIX} {seconds}\n{action.command}"
     return action.command

@@ -68,11 +68,15 @@ def _all_rewards(result: Any) -> dict[str, float]:
     return out
 
 
+#: called after every environment step with (action, observation, info)
+StepHook = Callable[[Any, str, dict[str, Any]], None]
+
+
 class _Episode:
     """State of one run of the loop (kept small so run_agent reads top to bottom)."""
 
-    def __init__(self, env: Any, traj: Trajectory, path: Path | None, on_turn: Callable | None):
-        self.env, self.traj, self.path, self.on_turn = env, traj, path, on_turn
+    def __init__(self, env: Any, traj: Trajectory, path: Path | None, on_step: StepHook | None):
+        self.env, self.traj, self.path, self.on_step = env, traj, path, on_step
         self.done = False
         self.ratio = 1.0  # measured prompt tokens / estimate, from the last usage report
         self._saved_at = self._save_cost = 0.0
@@ -98,6 +102,8 @@ class _Episode:
         except ConfigError as exc:  # the model wrote an action the env refuses (e.g. too long)
             return CommandRecord(action=action.model_dump(), text=action_to_text(action),
                                  observation=f"[terminal-env] action refused: {exc}")
+        if self.on_step is not None:
+            self.on_step(action, obs, info)
         rec = CommandRecord(
             action=action.model_dump(), text=action_to_text(action), observation=obs,
             exit_code=info.get("exit_code"), duration=time.monotonic() - t0,
@@ -126,7 +132,9 @@ class _Episode:
 
     def verify_now(self, termination: str) -> None:
         """End the episode where it stands and verify the work so far."""
-        _, reward, _, _, info = self.env.step(Submit())
+        obs, reward, _, _, info = self.env.step(Submit())
+        if self.on_step is not None:
+            self.on_step(Submit(), obs, info)
         self.finish(info, termination)
         self.traj.reward = reward
 
@@ -141,6 +149,7 @@ def run_agent(
     trajectory_path: str | Path | None = None,
     recorder: Any = None,
     on_turn: Callable[[Trajectory], None] | None = None,
+    on_step: StepHook | None = None,
     seed: int | None = None,
 ) -> Trajectory:
     params = params or SamplingParams()
@@ -153,7 +162,7 @@ def run_agent(
                        backend=type(backend).__name__, params=params.model_dump()),
         tools=harness.tools(),
     )
-    ep = _Episode(env, traj, Path(trajectory_path) if trajectory_path else None, on_turn)
+    ep = _Episode(env, traj, Path(trajectory_path) if trajectory_path else None, on_step)
     t_start = time.monotonic()
     env.recorder = recorder
     try:
@@ -192,6 +201,28 @@ def run_agent(
         traj.timings["env"] = sum(t.env_seconds for t in traj.turns)
         ep.save(force=True)
     return traj
+
+
+def run_episode(
+    env: Any, backend: ModelBackend, *, seed: int | None = None, on_step: StepHook | None = None,
+) -> tuple[float, dict[str, Any]]:
+    """Play one episode with ``backend`` in its own harness (generic for the scripted, oracle and
+    nop agents) and return the final reward and the environment's last ``info``, whose
+    ``verification`` is the :class:`VerifierResult`. For tests and task checks that look at the
+    environment's own view; it is :func:`run_agent`, so there is one loop. An episode that ended
+    on an infrastructure or model error (no verification) raises it instead of returning."""
+    last: dict[str, Any] = {}
+
+    def keep(action: Any, observation: str, info: dict[str, Any]) -> None:
+        last.clear()
+        last.update(info)
+        if on_step is not None:
+            on_step(action, observation, info)
+
+    traj = run_agent(env, get_harness("generic"), backend, seed=seed, on_step=keep)
+    if traj.termination in ("infra_error", "model_error"):
+        raise (InfraError if traj.termination == "infra_error" else ModelError)(traj.error or traj.termination)
+    return float(traj.reward or 0.0), last
 
 
 def _turn(ep: _Episode, harness: Harness, backend: ModelBackend, params: SamplingParams, n: int) -> None:

@@ -11,15 +11,16 @@ import json
 import os
 import sys
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .agent import run_episode
 from .env import TerminalEnv
 from .errors import TerminalEnvError
-from .policies import NopPolicy, OraclePolicy
+from .models.simple import NopBackend, OracleBackend
 from .runner.cli import add_run_parsers
 from .sandbox import engine, images
 from .sandbox.cleanup import gc
@@ -122,21 +123,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if not easy:
             raise TerminalEnvError(f"no bundled tasks under {pool_dir()}; pass --task DIR")
         task = easy[0]
-    policy = OraclePolicy(task) if args.policy == "oracle" else NopPolicy()
+    agent = OracleBackend() if args.policy == "oracle" else NopBackend()
     console.print(f"building {task.name} (cached by content) ...")
     env = TerminalEnv(task, reward=args.reward)
+
+    def show(action: Any, observation: str, info: dict[str, Any]) -> None:
+        console.print(f"[bold cyan]> {escape(getattr(action, 'command', None) or action.kind)}[/bold cyan]")
+        console.print(escape(observation))
+
     try:
-        obs, info = env.reset()
-        policy.on_reset(env)
-        console.rule(f"{task.name} [{task.category}, {task.difficulty}, {task.split}] in {info['container']}")
-        console.print(escape(obs))
-        while True:
-            action = policy.act(obs, info)
-            console.print(f"[bold cyan]> {escape(getattr(action, 'command', None) or action.kind)}[/bold cyan]")
-            obs, reward, terminated, truncated, info = env.step(action)
-            console.print(escape(obs))
-            if terminated or truncated:
-                break
+        console.rule(f"{task.name} [{task.category}, {task.difficulty}, {task.split}]")
+        console.print(escape(task.instruction.strip()))
+        reward, info = run_episode(env, agent, on_step=show)
         result = info["verification"]
         table = Table(title=f"verification: {result.outcome.value}  ({args.reward} reward {reward:.2f})")
         for col in ("check", "weight", "passed", "message"):

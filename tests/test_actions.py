@@ -14,6 +14,8 @@ from terminal_env.keys import encode_keys, key_bytes
         ("#!keys C-c", Keys(keys=["C-c"])),
         ("#!keys 'hello world' Enter", Keys(keys=["hello world", "Enter"])),
         ("#!keysmith", Command(command="#!keysmith")),
+        ("#!timeout 2.5\nsleep 1\necho x", Command(command="sleep 1\necho x", timeout=2.5)),
+        ("#!timeoutx", Command(command="#!timeoutx")),
     ],
 )
 def test_plain_text_actions(text, expected):
@@ -21,7 +23,9 @@ def test_plain_text_actions(text, expected):
 
 
 def test_round_trip_through_text():
-    for act in (Command(command="echo 'a b'"), Keys(keys=["a b", "C-c", "Up"]), Submit()):
+    for act in (Command(command="echo 'a b'"), Command(command="make\nmake test", timeout=30),
+                Command(command="x", timeout=0.125), Command(command="y", timeout=1e-7),
+                Keys(keys=["a b", "C-c", "Up"]), Submit()):
         assert parse_action(action_to_text(act)) == act
 
 
@@ -34,6 +38,10 @@ def test_round_trip_through_text():
         ({"kind": "command"}, "invalid action"),
         ({"kind": "command", "command": "x", "colour": 1}, "invalid action"),
         (42, "must be a str"),
+        ("#!timeout\nls", "positive number of seconds, got ''"),
+        ("#!timeout -3\nls", "positive number of seconds, got '-3'"),
+        ("#!timeout nan\nls", "positive number of seconds"),
+        ("#!timeout 5", "needs a command on the lines after it"),
     ],
 )
 def test_bad_actions_raise_config_error_naming_the_problem(bad, fragment):

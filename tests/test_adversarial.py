@@ -26,8 +26,9 @@ import pytest
 
 from terminal_env import TerminalEnv
 from terminal_env.actions import Command, Submit
+from terminal_env.agent import run_episode
 from terminal_env.errors import InfraError
-from terminal_env.policies import ScriptedPolicy, run_episode
+from terminal_env.models.simple import ScriptedBackend
 from terminal_env.tasks import load_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.attack]
@@ -69,25 +70,20 @@ def make_env(task, runtime: str, **overrides: Any) -> TerminalEnv:
     return TerminalEnv(task, reward="partial_progress", runtime=runtime, **cfg)
 
 
-class Recording(ScriptedPolicy):
+class Recording:
     """A scripted agent that keeps the observation and info that followed each of its actions."""
 
     def __init__(self, actions):
-        super().__init__(actions)
-        self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.backend = ScriptedBackend.of_actions(actions)
+        self.steps: list[tuple[str, dict[str, Any]]] = []  # (observation, info), the submit left out
 
-    def on_reset(self, env: Any) -> None:
-        super().on_reset(env)
-        self.seen = []
+    def on_step(self, action: Any, observation: str, info: dict[str, Any]) -> None:
+        if not isinstance(action, Submit):
+            self.steps.append((observation, info))
 
-    def act(self, observation: str, info: dict[str, Any]) -> Any:
-        self.seen.append((observation, info))
-        return super().act(observation, info)
-
-    @property
-    def steps(self) -> list[tuple[str, dict[str, Any]]]:
-        """(observation, info) after each scripted action, in order (the reset is dropped)."""
-        return self.seen[1:]
+    def run(self, env: TerminalEnv) -> tuple[float, dict[str, Any]]:
+        self.steps = []
+        return run_episode(env, self.backend, on_step=self.on_step)
 
 
 @dataclass
@@ -103,7 +99,7 @@ def play(task, runtime: str, actions, **overrides: Any) -> Episode:
     policy = Recording(actions)
     env = make_env(task, runtime, **overrides)
     try:
-        reward, info = run_episode(env, policy)
+        reward, info = policy.run(env)
     finally:
         env.close()
     assert len(policy.steps) == len(actions), "the episode ended before the script did"
@@ -710,7 +706,7 @@ def test_background_writers_do_not_reach_the_next_episode(task, runtime):
     env = make_env(task, runtime)
     try:
         policy = Recording(noisy)
-        reward, info = run_episode(env, policy)
+        reward, info = policy.run(env)
         ep = Episode(reward, info["verification"], info, policy.steps)
         first_name = env.sandbox.name
         # The attack was live: the file grew and the writers were running before submit.

@@ -194,7 +194,7 @@ def test_trajectory_saves_are_spaced_but_the_forced_ones_always_happen(tmp_path,
         def save(self, path):
             writes.append(clock[0])
 
-    ep = agent._Episode(env=None, traj=Traj(), path=tmp_path / "t.json", on_turn=None)
+    ep = agent._Episode(env=None, traj=Traj(), path=tmp_path / "t.json", on_step=None)
     ep.save(force=True)
     for _ in range(5):  # turns in quick succession: the file is not rewritten each time
         clock[0] += 0.1
@@ -204,5 +204,35 @@ def test_trajectory_saves_are_spaced_but_the_forced_ones_always_happen(tmp_path,
     clock[0] += 0.01
     ep.save(force=True)  # the end of the episode: always written
     assert writes == pytest.approx([100.0, 101.5, 101.51])
-    agent._Episode(env=None, traj=Traj(), path=None, on_turn=None).save(force=True)  # no path: no write
+    agent._Episode(env=None, traj=Traj(), path=None, on_step=None).save(force=True)  # no path: no write
     assert len(writes) == 3
+
+
+def test_scripted_actions_play_through_the_generic_harness_then_submit():
+    from terminal_env.actions import Command, Keys, Submit
+    from terminal_env.harness import get_harness
+
+    backend = ScriptedBackend.of_actions(["echo ```x```", Command(command="make", timeout=7), "#!keys C-c"])
+    harness = get_harness("generic")
+    played = []
+    for _ in range(4):
+        completion = backend.complete([])
+        (action,) = harness.parse(completion)
+        played.extend(harness.compile(action))
+    assert played == [Command(command="echo ```x```"), Command(command="make", timeout=7.0),
+                      Keys(keys=["C-c"]), Submit()]
+    with pytest.raises(ModelError, match="exhausted"):
+        backend.complete([])  # nothing after the submit
+    backend.start_episode(None, harness)  # rewound for the next episode
+    assert harness.parse(backend.complete([]))[0].args == {"command": "echo ```x```"}
+    stopped = ScriptedBackend.of_actions(["ls", Submit(), "never"])
+    assert len(stopped._replies) == 2  # nothing after an explicit submit
+
+
+def test_scripted_actions_refuse_what_the_text_form_cannot_carry():
+    from terminal_env.actions import Keys
+
+    with pytest.raises(ConfigError, match="scripted action 1: .*literal/wait/quiet"):
+        ScriptedBackend.of_actions(["ls", Keys(keys=["q"], wait=5)])
+    with pytest.raises(ConfigError, match="positive number of seconds"):
+        ScriptedBackend.of_actions(["#!timeout 0\nls"])

@@ -13,7 +13,9 @@ import gymnasium as gym
 import pytest
 
 from terminal_env import TaskSpec, TerminalEnv
+from terminal_env.agent import run_episode
 from terminal_env.errors import ConfigError, ImageNotFoundError
+from terminal_env.models.simple import OracleBackend
 from terminal_env.scale.warm import CreationLimiter, WarmPool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,9 +218,7 @@ def test_remote_engine_through_docker_host(monkeypatch, base_image):
         remote = engine.get_client()  # a client of its own, keyed by DOCKER_HOST
         assert "127.0.0.1" in remote.api.base_url
         env = TerminalEnv(TASK)  # builds (cached), runs and verifies through the TCP endpoint
-        from terminal_env.policies import OraclePolicy, run_episode
-
-        reward, info = run_episode(env, OraclePolicy(env.source_task))
+        reward, info = run_episode(env, OracleBackend())
         assert reward == 1.0 and env.sandbox.client is remote
         env.reset()  # the hijacked exec socket of the shell works over TCP too
         assert env.step("echo over-tcp")[0] == "over-tcp\n"

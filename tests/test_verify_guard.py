@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from terminal_env import TerminalEnv
-from terminal_env.policies import OraclePolicy, ScriptedPolicy, run_episode
+from terminal_env.agent import run_episode
+from terminal_env.models.simple import OracleBackend, ScriptedBackend
 from terminal_env.tasks import import_tb1, load_task
 from terminal_env.verify import guard
 
@@ -64,10 +65,10 @@ def write_module(name: str, source: str) -> str:
     return f"cat > {path} <<'PY'\n{source}PY"
 
 
-def play(task, policy):
+def play(task, agent):
     env = TerminalEnv(task, reward="partial_progress", max_steps=10)
     try:
-        reward, info = run_episode(env, policy)
+        reward, info = run_episode(env, agent)
         return reward, info["verification"], info
     finally:
         env.close()
@@ -96,7 +97,7 @@ def unguarded(task, module: str, command: list[str] | None = None) -> tuple[int,
 @pytest.mark.parametrize("name", ["harbor-inprocess", "tb1-inprocess", "tb1-imported"])
 def test_oracle_passes_under_the_guard(tasks, name):
     task = tasks[name]
-    reward, result, _ = play(task, OraclePolicy(task))
+    reward, result, _ = play(task, OracleBackend())
     assert result.outcome == "passed" and reward == 1.0, (result.message, result.log_tail)
     assert result.guard.startswith("checked: 1 pytest session"), result.guard
     # the dynamic probe: the agent's module was loaded into the test process
@@ -117,7 +118,7 @@ def test_attack_inside_the_test_process_fails_named(tasks, name, attack):
     else:
         status, output = unguarded(task, module, ["bash", "/tests/run-tests.sh"])
         assert status == 0, ("the attack does not fool pytest", output)
-    reward, result, info = play(task, ScriptedPolicy([module]))
+    reward, result, info = play(task, ScriptedBackend.of_actions([module]))
     assert result.outcome == "failed", (result.outcome, result.message, result.log_tail)
     assert reward == 0.0 and not result.strict_success and not info["masked"]
     assert named in result.message and named in result.guard, (result.message, result.guard)
@@ -194,5 +195,5 @@ def test_separate_copy_of_a_task_keeps_the_guard(tmp_path, base_image):
     toml = (copy / "task.toml").read_text().replace("[verifier]\n", "[verifier]\nenvironment_mode = \"separate\"\n")
     (copy / "task.toml").write_text('artifacts = ["/app/stats.py"]\n' + toml)
     task = load_task(copy)
-    reward, result, _ = play(task, ScriptedPolicy([write_module("harbor-inprocess", ATTACKS["exit-early"][0])]))
+    reward, result, _ = play(task, ScriptedBackend.of_actions([write_module("harbor-inprocess", ATTACKS["exit-early"][0])]))
     assert result.outcome == "failed" and "ended before pytest finished" in result.message, result.message

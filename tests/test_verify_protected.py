@@ -13,7 +13,8 @@ from typing import Any, Callable
 import pytest
 
 from terminal_env import TerminalEnv
-from terminal_env.policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
+from terminal_env.agent import run_episode
+from terminal_env.models.simple import NopBackend, OracleBackend, ScriptedBackend
 from terminal_env.rewards import binary, strict_success_first
 from terminal_env.sandbox.sweep import cgroup_pids
 from terminal_env.tasks import load_task
@@ -28,17 +29,17 @@ def task(base_image):
     return load_task(TASK)
 
 
-def play(task, policy, **kw):
+def play(task, agent, on_step=None, **kw):
     env = TerminalEnv(task, reward="partial_progress", max_steps=10, **kw)
     try:
-        reward, info = run_episode(env, policy)
+        reward, info = run_episode(env, agent, on_step=on_step)
         return reward, info["verification"], info
     finally:
         env.close()
 
 
 def test_oracle_reaches_strict_success(task):
-    reward, result, info = play(task, OraclePolicy(task))
+    reward, result, info = play(task, OracleBackend())
     assert result.outcome == "passed", result.message + result.log_tail
     assert reward == 1.0 and binary(result) == 1.0 and strict_success_first(result) == 1.0
     assert result.tests_digest == task.tests_digest and not info["masked"]
@@ -46,12 +47,12 @@ def test_oracle_reaches_strict_success(task):
 
 
 def test_nop_does_not_succeed(task):
-    reward, result, _ = play(task, NopPolicy())
+    reward, result, _ = play(task, NopBackend())
     assert result.outcome == "failed" and reward == 0.0
 
 
 def test_half_done_scores_between_nop_and_success(task):
-    half = ScriptedPolicy([
+    half = ScriptedBackend.of_actions([
         "printf '#!/bin/bash\\nn=$(wc -l)\\necho lines $n\\necho words 0\\necho longest x\\n' > /app/stats.sh",
         "chmod +x /app/stats.sh",
     ])
@@ -242,30 +243,26 @@ ATTACKS = {
 }
 
 
-class AttackPolicy(ScriptedPolicy):
-    """Plays the attack, then, before submitting, proves that it took place (see :class:`Attack`)."""
+class AttackWitness:
+    """Watches a scripted agent play the attack; right after the attack's step, before the
+    submit, proves that it took place (see :class:`Attack`)."""
 
     def __init__(self, attack: Attack):
-        super().__init__([attack.command])
         self.attack = attack
         self.env: Any = None
         self.attack_info: dict[str, Any] | None = None
         self.proof: Any = None
 
-    def on_reset(self, env: Any) -> None:
-        super().on_reset(env)
-        self.env = env
-
-    def act(self, observation: str, info: dict[str, Any]) -> Any:
-        if self._i == 1 and self.attack_info is None:  # the attack's step has just been played
-            self.attack_info = dict(info)
-            proof = self.attack.proof
-            if callable(proof):
-                self.proof = proof(self.env.sandbox)
-            elif proof is not None:
-                res = self.env.sandbox.exec(["/bin/sh", "-c", proof], timeout=None)
-                self.proof = (res.exit_code == 0, f"exit {res.exit_code}: {res.output!r}")
-        return super().act(observation, info)
+    def on_step(self, action: Any, observation: str, info: dict[str, Any]) -> None:
+        if self.attack_info is not None:
+            return
+        self.attack_info = dict(info)  # the attack's step has just been played
+        proof = self.attack.proof
+        if callable(proof):
+            self.proof = proof(self.env.sandbox)
+        elif proof is not None:
+            res = self.env.sandbox.exec(["/bin/sh", "-c", proof], timeout=None)
+            self.proof = (res.exit_code == 0, f"exit {res.exit_code}: {res.output!r}")
 
     def assert_attack_happened(self) -> None:
         info = self.attack_info
@@ -277,9 +274,15 @@ class AttackPolicy(ScriptedPolicy):
 
 
 def play_attack(task, name):
-    policy = AttackPolicy(ATTACKS[name])
-    reward, result, info = play(task, policy)
-    policy.assert_attack_happened()
+    witness = AttackWitness(ATTACKS[name])
+    env = TerminalEnv(task, reward="partial_progress", max_steps=10)
+    witness.env = env
+    try:
+        reward, info = run_episode(env, ScriptedBackend.of_actions([ATTACKS[name].command]), on_step=witness.on_step)
+    finally:
+        env.close()
+    result = info["verification"]
+    witness.assert_attack_happened()
     assert result.outcome == ATTACKS[name].expected, (result.outcome, result.message, result.log_tail)
     assert reward == 0.0 and not info["masked"]
     return result
@@ -295,8 +298,8 @@ def test_attack_never_succeeds_and_is_named(task, name):
 
 def test_attack_with_a_correct_solution_is_still_tampered(task):
     solve = (TASK / "solution" / "solve.sh").read_text()
-    policy = ScriptedPolicy([solve, "echo 'import os' > /usr/lib/python3.11/sitecustomize.py"])
-    _, result, _ = play(task, policy)
+    agent = ScriptedBackend.of_actions([solve, "echo 'import os' > /usr/lib/python3.11/sitecustomize.py"])
+    _, result, _ = play(task, agent)
     assert result.outcome == "tampered"
 
 
@@ -312,9 +315,9 @@ def test_separate_mode_verifies_only_declared_artifacts(tmp_path, base_image):
     # A trojan interpreter in the agent's container cannot matter: the tests run elsewhere.
     solve = (TASK / "solution" / "solve.sh").read_text()
     trojan = "printf '#!/bin/sh\\nexit 0\\n' > /usr/bin/python3.11"
-    _, result, _ = play(task, ScriptedPolicy([solve, trojan]))
+    _, result, _ = play(task, ScriptedBackend.of_actions([solve, trojan]))
     assert result.outcome == "passed", result.message + result.log_tail
-    _, result, _ = play(task, ScriptedPolicy([trojan]))
+    _, result, _ = play(task, ScriptedBackend.of_actions([trojan]))
     assert result.outcome == "failed"
 
 
@@ -323,7 +326,7 @@ def test_changed_tests_on_disk_are_detected(tmp_path, base_image):
     shutil.copytree(TASK, copy)
     task = load_task(copy)
     (copy / "tests" / "test_stats.py").write_text("def test_nothing():\n    pass\n")
-    _, result, info = play(task, NopPolicy())
+    _, result, info = play(task, NopBackend())
     assert result.outcome == "infra_error" and "changed on disk" in result.message
     assert info["masked"]
 
@@ -334,9 +337,9 @@ FIXTURES = Path(__file__).parent / "data" / "tasks"
 @pytest.mark.parametrize("name", ["harbor-sum", "harbor-new-schema", "tb1-grep"])
 def test_fixture_tasks_oracle_passes_and_nop_fails_through_the_env(name, base_image):
     task = load_task(FIXTURES / name)
-    reward, result, _ = play(task, OraclePolicy(task))
+    reward, result, _ = play(task, OracleBackend())
     assert result.outcome == "passed" and reward == 1.0, (result.message, result.log_tail)
-    reward, result, _ = play(task, NopPolicy())
+    reward, result, _ = play(task, NopBackend())
     assert result.outcome in ("failed", "partial") and not result.strict_success
     assert reward < 1.0
 
@@ -366,7 +369,7 @@ def test_oracle_passes_with_the_sweep_run_inside(task, monkeypatch):
 
     monkeypatch.setattr(runner, "host_sweep", lambda sandbox: False)
     monkeypatch.setattr(runner, "host_sweep_possible", lambda: False)
-    reward, result, _ = play(task, OraclePolicy(task))
+    reward, result, _ = play(task, OracleBackend())
     assert result.outcome == "passed" and reward == 1.0
 
 
@@ -382,7 +385,7 @@ def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, ba
         "echo 1000 > /proc/1/oom_score_adj; for i in $(seq 14); do python3 -c "
         "'import time; a = bytearray(12 << 20); a[::4096] = bytes(len(a[::4096])); time.sleep(20)' & done; wait"
     )
-    reward, result, info = play(load_task(copy), ScriptedPolicy([attack, "echo never"]))
+    reward, result, info = play(load_task(copy), ScriptedBackend.of_actions([attack, "echo never"]))
     assert result.outcome == "failed" and reward == 0.0 and not info["masked"]
     assert "ran out of memory (limit 160 MB)" in result.message, result.message
     assert "tests were not run" in result.message
@@ -391,17 +394,17 @@ def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, ba
 def test_a_plain_directory_named_like_a_module_is_not_tampering(task):
     """Only what Python would import first counts: a directory without __init__.py (a namespace
     portion) never shadows the standard library's module of the same name."""
-    reward, result, _ = play(task, ScriptedPolicy(["mkdir -p /app/secrets /app/json && echo x > /app/secrets/token"]))
+    reward, result, _ = play(task, ScriptedBackend.of_actions(["mkdir -p /app/secrets /app/json && echo x > /app/secrets/token"]))
     assert result.outcome == "failed", (result.outcome, result.message)
 
 
 def test_a_module_named_like_an_extension_module_is_tampering(task):
     # the standard library's compiled modules (lib-dynload) count too: /app/_bz2.py comes first
-    _, result, _ = play(task, ScriptedPolicy(["echo 'raise SystemExit(0)' > /app/_bz2.py"]))
+    _, result, _ = play(task, ScriptedBackend.of_actions(["echo 'raise SystemExit(0)' > /app/_bz2.py"]))
     assert result.outcome == "tampered" and "/app/_bz2.py" in result.tampered_paths
 
 
 def test_a_script_without_suffix_named_like_a_module_is_not_tampering(task):
     # a file, not a package: asking the engine for "/app/json/__init__.py" goes through a file
-    _, result, _ = play(task, ScriptedPolicy(["printf '#!/bin/sh\\necho hi\\n' > /app/json && chmod +x /app/json"]))
+    _, result, _ = play(task, ScriptedBackend.of_actions(["printf '#!/bin/sh\\necho hi\\n' > /app/json && chmod +x /app/json"]))
     assert result.outcome == "failed", (result.outcome, result.message)

@@ -10,6 +10,7 @@ are shared with the ReAct harness.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -81,7 +82,19 @@ def text_action(text: str) -> HarnessAction:
         return HarnessAction(tool="submit")
     if isinstance(act, Keys):
         return HarnessAction(tool="keys", args={"keys": list(act.keys)})
-    return HarnessAction(tool="bash", args={"command": act.command})
+    args: dict[str, Any] = {"command": act.command}
+    if act.timeout is not None:
+        args["timeout"] = act.timeout
+    return HarnessAction(tool="bash", args=args)
+
+
+def command_timeout(tool: str, args: dict[str, Any]) -> float | None:
+    """The optional ``timeout`` argument of a command: a positive number of seconds, or None."""
+    timeout = args.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise FormatError(f"{tool}: timeout must be a positive number of seconds.")
+    return timeout
 
 
 def compile_text_action(action: HarnessAction) -> list[Command | Keys | Submit]:
@@ -93,7 +106,7 @@ def compile_text_action(action: HarnessAction) -> list[Command | Keys | Submit]:
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
             raise FormatError("the command is empty: write a shell command in the block.")
-        return [Command(command=check_text(command, "the command"))]
+        return [Command(command=check_text(command, "the command"), timeout=command_timeout("bash", args))]
     if action.tool == "keys":
         keys = args.get("keys")
         if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):

@@ -17,7 +17,7 @@ from typing import Any
 from ..actions import Command, Keys, Submit
 from ..models.base import Completion
 from .base import ActionResult, FormatError, Harness, HarnessAction, tool_result_messages
-from .generic import check_text, environment_text, result_text
+from .generic import check_text, command_timeout, environment_text, result_text
 
 READ_LIMIT = 2000  # lines shown by read_file when no end_line is given
 
@@ -196,11 +196,7 @@ class ToolCallingHarness(Harness):
             return [Submit()]
         if tool == "bash":
             command = _string(tool, args, "command", empty=False)
-            timeout = args.get("timeout")
-            if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                        or not math.isfinite(timeout) or timeout <= 0):
-                raise FormatError("bash: timeout must be a positive number of seconds.")
-            return [Command(command=command, timeout=timeout)]
+            return [Command(command=command, timeout=command_timeout(tool, args))]
         if tool == "read_file":
             path = _string(tool, args, "path", empty=False)
             start, end = _line(args, "start_line"), _line(args, "end_line")

@@ -1,1 +1,1 @@
-"""Model backends: OpenAI-compatible servers, local transformers models, scripted and simple policies."""
+"""Model backends: OpenAI-compatible servers, local transformers models, and the agents that are not models (scripted, replay, oracle, nop, human)."""

@@ -1,29 +1,43 @@
-"""Backends that are not models: scripted replies, replay of a saved trajectory, the task's oracle,
-nop, and a human at the keyboard. They go through the same harness and agent loop as a model, so
-what they produce is an ordinary trajectory.
+"""Agents that are not models: scripted replies or actions, replay of a saved trajectory, the
+task's oracle, nop, and a human at the keyboard. They are model backends like any other and go
+through the same harness and agent loop (:func:`terminal_env.agent.run_agent`), so what they
+produce is an ordinary trajectory; there is no second kind of agent.
 
-Oracle, nop and human speak the ``generic`` harness (one fenced ``bash`` block per turn); the
-agent loop switches to it for them.
+* ``NopBackend`` submits at once: a task it passes is a broken task.
+* ``OracleBackend`` runs the task's reference solution. ``solution/`` is copied into the sandbox
+  only here, only for the oracle, and removed again before verification.
+* ``ScriptedBackend.of_actions([...])`` plays a fixed list of actions, then submits (the
+  adversarial agents of the tests are these); ``ScriptedBackend([...])`` plays raw replies.
+
+Oracle, nop, human and scripted actions speak the ``generic`` harness (one fenced ``bash`` block
+per turn); the agent loop switches to it for them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..actions import Command, Keys, Submit, action_to_text, parse_action
 from ..errors import ConfigError
-from ..policies import SOLUTION_DIR, OraclePolicy
 from ..trajectory import Trajectory
 from .base import Completion, EpisodeAware, ModelError, ToolCall, split_thinking
 
 Reply = str | dict[str, Any] | Completion
 
+#: where the oracle's copy of the task's ``solution/`` lives during its episode
+SOLUTION_DIR = "/solution"
+
 
 def fenced(command: str) -> str:
-    """A generic-harness reply running ``command``."""
-    return f"```bash\n{command}\n```"
+    """A generic-harness reply running ``command`` (its fence longer than any run of backticks
+    in the command, so a command that holds a fence stays one block)."""
+    longest = max((len(run) for run in re.findall(r"`+", command)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}bash\n{command}\n{fence}"
 
 
 def to_completion(reply: Reply, n: int = 0) -> Completion:
@@ -56,6 +70,28 @@ class ScriptedBackend(EpisodeAware):
         self._fn = replies if callable(replies) else None
         self._replies = [] if callable(replies) else list(replies)
         self._i = 0
+
+    @classmethod
+    def of_actions(cls, actions: Iterable[Any], *, name: str = "scripted") -> "ScriptedBackend":
+        """Plays environment actions (a ``Command``, ``Keys``, ``Submit``, their dict form, or
+        the text form: ``"ls"``, ``"#!keys C-c"``, ``"#!timeout 5\\nmake"``) one per turn in the
+        generic harness, then submits."""
+        replies = []
+        for i, item in enumerate(actions):
+            action = parse_action(item)
+            if isinstance(action, Keys) and (action.literal, action.wait, action.quiet) != (False, 1.0, 0.15):
+                raise ConfigError(
+                    f"scripted action {i}: {action!r} sets literal/wait/quiet, which the generic "
+                    "harness's text cannot carry; step the environment with it directly instead"
+                )
+            replies.append(fenced(action_to_text(action)))
+            if isinstance(action, Submit):
+                break
+        else:
+            replies.append(fenced(action_to_text(Submit())))
+        backend = cls(replies, name=name)
+        backend.native_harness = "generic"
+        return backend
 
     def start_episode(self, env: Any, harness: Any) -> None:
         self._i = 0
@@ -107,11 +143,20 @@ class OracleBackend(EpisodeAware):
         task = env.source_task
         if task is None:
             raise ConfigError("the oracle needs a task directory (it runs the task's solution/)")
-        OraclePolicy(task).on_reset(env)  # copies solution/ in
+        files = task.solution_files()
+        if not files:
+            raise ConfigError(f"task {task.name!r} has no solution/: the oracle cannot run")
+        env.sandbox.write_files(
+            {
+                f"{SOLUTION_DIR}/{name.lstrip('/')}": src if isinstance(src, bytes) else Path(src).read_bytes()
+                for name, src in files.items()
+            },
+            mode=0o755,
+        )
         timeout = float(getattr(task, "agent_timeout", 600) or 600)
-        env.config = env.config.model_copy(update={"command_timeout": timeout})
+        command = " ".join(task.solution_command) + f"; rm -rf {SOLUTION_DIR}"
         self._turn = 0
-        self._cmd = " ".join(task.solution_command) + f"; rm -rf {SOLUTION_DIR}"
+        self._cmd = action_to_text(Command(command=command, timeout=timeout))
 
     def complete(self, messages, *, tools=None, params=None) -> Completion:
         self._turn += 1

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..actions import Command
+from ..agent import run_episode
 from ..env import TerminalEnv
 from ..errors import TerminalEnvError
-from ..policies import NopPolicy, OraclePolicy, ScriptedPolicy, run_episode
+from ..models.simple import NopBackend, OracleBackend, ScriptedBackend
 from ..sandbox import Sandbox, SandboxConfig
 from ..sandbox.images import map_base_image
 from .build import build_image
@@ -227,15 +228,15 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         build_image(task, log=log)
         row.build_s = round(time.perf_counter() - t0, 2)
 
-        def play(policy: Any) -> tuple[float, Any, dict[str, Any]]:
+        def play(agent: Any, on_step: Any = None) -> tuple[float, Any, dict[str, Any]]:
             env = TerminalEnv(task, reward="partial_progress", max_steps=20, **env_kw)
             try:
-                reward, info = run_episode(env, policy)
+                reward, info = run_episode(env, agent, on_step=on_step)
             finally:
                 env.close()
             return reward, info["verification"], info
 
-        reward, res, _ = play(OraclePolicy(task))
+        reward, res, _ = play(OracleBackend())
         row.oracle = f"{res.outcome.value} {reward:.2f}"
         row.checks = len(res.checks)
         problems = []
@@ -248,19 +249,17 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
             problems.append(f"oracle: {res.outcome.value}: {res.message[:300]} {res.log_tail[-300:]}")
         if len(res.checks) < 3:
             problems.append(f"the verifier reports {len(res.checks)} checks; at least 3 are needed")
-        reward, res, _ = play(NopPolicy())
+        reward, res, _ = play(NopBackend())
         row.nop = f"{res.outcome.value} {reward:.2f}"
         if res.strict_success or res.masked:
             problems.append(f"nop: {res.outcome.value} (a task that does nothing must fail)")
         hits: list[str] = []
 
-        class Snoop(ScriptedPolicy):
-            def act(self, observation: str, info: dict[str, Any]) -> Any:
-                hits.extend(re.findall(r"^FOUND-[A-Z]+: .*$", observation, flags=re.M))
-                return super().act(observation, info)
+        def snooped(action: Any, observation: str, info: dict[str, Any]) -> None:
+            hits.extend(re.findall(r"^FOUND-[A-Z]+: .*$", observation, flags=re.M))
 
-        snoop = Snoop([Command(command=c, timeout=120) for c in snoop_commands(task)])
-        reward, res, _ = play(snoop)
+        snoop = ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in snoop_commands(task)])
+        reward, res, _ = play(snoop, snooped)
         row.snoop_hits = hits
         row.snoop = f"{len(hits)} found, {res.outcome.value}"
         if hits:
