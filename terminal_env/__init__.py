@@ -14,6 +14,7 @@ from .errors import (
     SessionError,
     TerminalEnvError,
 )
+from .prepare import PreparedTask, prepare_task
 from .registration import ENV_ID, register_envs
 from .sandbox import Sandbox, SandboxConfig
 from .session import SessionConfig, ShellSession, StepOutput
@@ -25,5 +26,6 @@ __all__ = [
     "Command", "Keys", "Submit", "parse_action", "EnvConfig", "TerminalEnv", "ConfigError",
     "EngineUnavailableError", "ImageNotFoundError", "InfraError", "SandboxError",
     "SandboxGoneError", "SessionError", "TerminalEnvError", "ENV_ID", "register_envs", "Sandbox",
-    "SandboxConfig", "SessionConfig", "ShellSession", "StepOutput", "TaskSpec",
+    "SandboxConfig", "SessionConfig", "ShellSession", "StepOutput", "TaskSpec", "PreparedTask",
+    "prepare_task",
 ]

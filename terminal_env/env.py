@@ -8,6 +8,11 @@ Contract (Gymnasium's, exactly):
   submit, ``truncated`` when the step or time budget runs out;
 * ``render()`` in ``"ansi"`` mode returns the terminal as text; ``close()`` removes the sandbox.
 
+The task is a task directory (a path), a loaded ``Task``, a ``TaskSpec`` (or its dict), or a
+``PreparedTask``; every one goes through :func:`terminal_env.prepare.prepare_task`, the one step
+that builds the image and attaches the protected verifier. ``build_options`` are its build
+settings (``base_map``, ``ca_bundle``, ...).
+
 Observations and actions are text (``gymnasium.spaces.Text``). Actions may also be typed
 (:mod:`terminal_env.actions`). Errors inside the sandbox are observations; infrastructure errors
 raise :class:`~terminal_env.errors.InfraError` subclasses.
@@ -18,10 +23,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
-import os
 import time
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -31,14 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .actions import Command, Keys, Submit, parse_action
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
+from .prepare import prepare_task
 from .rewards import get_reward
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .sandbox.engine import engine_errors
 from .scale.warm import Ready
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
-from .tasks import load_task
-from .tasks.build import CA_PATH, BuildSettings, build_image, ca_env
 from .verify.result import disk_budget_result, exhausted_result
 from .verify.runner import ProtectedVerifier
 
@@ -153,9 +155,7 @@ class TerminalEnv(gym.Env[str, str]):
         #: a terminal_env.scale.warm.WarmPool shared with other environments, or None (cold starts)
         self.pool = pool
         self._build_options = dict(build_options or {})
-        #: the loaded task (task directory) behind the spec, when there is one
-        self.source_task: Any = None
-        self.task = self._resolve_task(task) if task is not None else hello_task()
+        self._use(task if task is not None else hello_task())
         if reward is None and self.verifier is not None and self.source_task is not None:
             reward = "binary"
         if isinstance(reward, str):
@@ -179,8 +179,7 @@ class TerminalEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         options = dict(options or {})
         if "task" in options:
-            self.source_task = None
-            self.task = self._resolve_task(options.pop("task"))
+            self._use(options.pop("task"))
         if options:
             raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
         self._teardown()
@@ -279,33 +278,21 @@ class TerminalEnv(gym.Env[str, str]):
         super().close()
 
     # ------------------------------------------------------------------ helpers
-    def _resolve_task(self, task: Any) -> TaskSpec:
-        """A TaskSpec from a spec, a dict, a task directory, or a loaded task; a task directory
-        gets its image built (cached by content) and the protected verifier attached."""
-        if isinstance(task, (str, os.PathLike)):
-            task = load_task(task)
-        if hasattr(task, "tests_digest") and hasattr(task, "to_spec"):
-            image = build_image(task, client=self._client, **self._build_options)
-            self.source_task = task
-            if self.verifier is None or isinstance(self.verifier, ProtectedVerifier):
-                self.verifier = ProtectedVerifier(task)
-            if not self._explicit_time_limit and getattr(task, "agent_timeout", None):
-                self.config = self.config.model_copy(update={"time_limit": float(task.agent_timeout)})
-            spec = task.to_spec(image)
-            ca_bundle = BuildSettings.resolve(self._build_options.get("base_map"),
-                                              self._build_options.get("ca_bundle")).ca_bundle
-            if ca_bundle and spec.network:
-                # Sandboxes with network trust the host's CA bundle too (TLS-intercepting proxies).
-                spec = spec.model_copy(
-                    update={
-                        "env": {**spec.env, **ca_env(CA_PATH)},
-                        "files": {**spec.files, CA_PATH: Path(ca_bundle).read_text()},
-                    }
-                )
-            return spec
-        if isinstance(self.verifier, ProtectedVerifier):
-            self.verifier = None  # it belonged to the previous task directory
-        return TaskSpec.coerce(task)
+    @property
+    def source_task(self) -> Any:
+        """The loaded task (task directory) behind the spec, when there is one."""
+        return self.prepared.source
+
+    def _use(self, task: Any) -> None:
+        """Make ``task`` this environment's, through :func:`prepare_task` (the one step from a
+        task to an episode): its spec, its own protected verifier (unless a verifier of the
+        caller's choosing was given) and its time budget (unless one was chosen)."""
+        self.prepared = prepare_task(task, build=self._build_options, client=self._client)
+        self.task = self.prepared.spec
+        if self.verifier is None or isinstance(self.verifier, ProtectedVerifier):
+            self.verifier = self.prepared.verifier()
+        if not self._explicit_time_limit and self.prepared.time_limit:
+            self.config = self.config.model_copy(update={"time_limit": self.prepared.time_limit})
 
     def _make_ready(self) -> Any:
         """A started sandbox, prepared for the task, with its shell running (a warm pool calls

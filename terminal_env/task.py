@@ -52,13 +52,13 @@ class TaskSpec(SandboxLimits):
     @classmethod
     def coerce(cls, value: Any) -> "TaskSpec":
         """A TaskSpec from a TaskSpec or a dict. A loaded task directory is not converted here (it
-        needs its image built first): give it to ``TerminalEnv``, or ``task.to_spec(build_image(task))``."""
+        needs its image built first): give it to ``TerminalEnv`` or :func:`terminal_env.prepare.prepare_task`."""
         if isinstance(value, TaskSpec):
             return value
         if hasattr(value, "to_spec"):
             raise ConfigError(
                 f"task {getattr(value, 'name', '?')!r} is a loaded task directory: its image must be built "
-                "first; give it to TerminalEnv (which builds it), or use task.to_spec(build_image(task))"
+                "first; give it to TerminalEnv or to terminal_env.prepare.prepare_task (which build it)"
             )
         if isinstance(value, dict):
             try:

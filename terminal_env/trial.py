@@ -31,6 +31,7 @@ from .fileio import write_json_atomic
 from .harness import get_harness
 from .models.base import EpisodeAware, ModelConfigError, SamplingParams
 from .models.registry import make_backend
+from .prepare import prepare_task
 from .recording import CastRecorder
 from .trajectory import ModelRef, TaskRef, Trajectory
 
@@ -107,8 +108,8 @@ def trial_env(task: Any, spec: TrialSpec, *, client: Any = None, pool: Any = Non
     """The environment of one trial (the task's image is built under ``build_lock``, so that many
     threads starting the same task build it once)."""
     with build_lock if build_lock is not None else contextlib.nullcontext():
-        env = TerminalEnv(task, config=dict(spec.env), reward=spec.reward, client=client, pool=pool,
-                          build_options=dict(spec.build))
+        prepared = prepare_task(task, build=dict(spec.build), client=client)
+    env = TerminalEnv(prepared, config=dict(spec.env), reward=spec.reward, client=client, pool=pool)
     if spec.verify_timeout and env.verifier is not None:
         env.verifier.timeout = spec.verify_timeout
     return env

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from terminal_env import TerminalEnv
+from terminal_env.agent import run_episode
 from terminal_env.errors import ConfigError
-from terminal_env.models.simple import NopBackend
+from terminal_env.models.simple import NopBackend, OracleBackend
+from terminal_env.prepare import prepare_task
 from terminal_env.protocols import ModelBackend
 from terminal_env.scale.executor import LocalExecutor, TrialJob
 from terminal_env.trial import Backends, TrialSpec, play_trial
@@ -55,3 +58,42 @@ def test_play_trial_writes_the_trial_files_and_classifies_a_broken_task(tmp_path
         assert executor.stats()["live"] == 0
     finally:
         executor.close()
+
+
+def test_prepare_task_refuses_unknown_build_options_by_name():
+    with pytest.raises(ConfigError, match=r"unknown build options \['ca_bundel'\]"):
+        prepare_task(str(TASK), build={"ca_bundel": "/x"})
+    spec = prepare_task({"name": "t", "instruction": "i", "image": "terminal-env/base:x"})
+    assert spec.source is None and spec.verifier() is None and spec.time_limit is None
+    assert prepare_task(spec) is spec
+
+
+@pytest.mark.docker
+def test_a_prepared_task_is_built_once_and_shared_by_environments(monkeypatch, base_image):
+    import terminal_env.prepare as prepare
+
+    prepared = prepare_task(str(TASK))  # load, build (cached by content), budgets
+    assert prepared.spec.image and prepared.source.name == prepared.name == "harbor-sum"
+    assert prepared.time_limit == float(prepared.source.agent_timeout)
+    assert prepared.verifier() is not prepared.verifier()  # one per environment, never shared
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("an environment of a prepared task built an image")
+
+    monkeypatch.setattr(prepare, "build_image", no_build)
+    envs = [TerminalEnv(prepared, reward="binary") for _ in range(2)]
+    try:
+        assert envs[0].verifier is not envs[1].verifier
+        assert envs[0].config.time_limit == prepared.time_limit  # the task's own budget
+        for env in envs:
+            reward, info = run_episode(env, OracleBackend())
+            assert reward == 1.0 and info["verification"].outcome == "passed"
+            assert env.source_task is prepared.source
+        # switching to a spec written in Python drops the task's verifier
+        envs[0].reset(options={"task": {"name": "t", "instruction": "i", "image": prepared.spec.image}})
+        assert envs[0].verifier is None and envs[0].source_task is None
+        with pytest.raises(AssertionError, match="built an image"):
+            TerminalEnv(str(TASK))  # a path is prepared (and built) by the same one step
+    finally:
+        for env in envs:
+            env.close()
