@@ -30,16 +30,22 @@ class TrialJob:
     out_dir: Path | None = None
     trajectory_path: Path | None = None
     title: str | None = None
-    #: the run this trial belongs to (``abort(run_id)`` ends its trials)
+    #: the run this trial belongs to (``abort(run_id=...)`` ends its trials)
     run_id: str | None = None
+    #: this trial's own name among the executor's live ones (``abort(job_id=...)`` ends it)
+    id: str | None = None
     #: how many times a trial whose worker died is tried again (Ray; None: the executor's default)
     retries: int | None = None
+    #: take the sandbox from the warm pool when the executor keeps one (a benchmark trial that
+    #: must start cold says False)
+    warm: bool = True
 
 
 class LocalExecutor:
     """Trials on this host's Docker engine, in the calling thread. ``warm`` ready sandboxes per
     task are kept by a :class:`~terminal_env.scale.warm.WarmPool` (created at most
-    ``creation_rate`` per second) when ``warm`` is given."""
+    ``creation_rate`` per second) when ``warm`` is given. A Ray worker plays its trials through
+    one of these on its own host, so everything below holds there too."""
 
     def __init__(self, client: Any = None, *, warm: int | None = None, creation_rate: float | None = None,
                  fill_workers: int = 2):
@@ -49,7 +55,8 @@ class LocalExecutor:
         self.backends = Backends()
         self._lock = threading.Lock()
         self._build_locks: dict[str, threading.Lock] = {}
-        self._live: dict[int, tuple[str | None, Any]] = {}
+        #: the environments of the trials being played: key -> (run id, job id, env)
+        self._live: dict[Any, tuple[str | None, str | None, Any]] = {}
 
     def check_backend(self, backend: Any, options: dict[str, Any]) -> None:
         """Build the backend once now, so that one that refuses the configuration (a bad key, an
@@ -57,33 +64,39 @@ class LocalExecutor:
         self.backends.get(backend, options)
 
     def play(self, job: TrialJob) -> TrialOutcome:
+        """Play ``job`` (never raises for what happens inside the trial; see ``TrialOutcome``).
+        Trials of one task start their image build one at a time, so that it is built once."""
         name = getattr(job.task, "name", None) or str(job.task)
         with self._lock:
             build_lock = self._build_locks.setdefault(name, threading.Lock())
 
         def track(env: Any, live: bool) -> None:
+            key = job.id if job.id is not None else id(env)
             with self._lock:
                 if live:
-                    self._live[id(env)] = (job.run_id, env)
+                    self._live[key] = (job.run_id, job.id, env)
                 else:
-                    self._live.pop(id(env), None)
+                    self._live.pop(key, None)
 
         return play_trial(
             job.task, job.spec, lambda: self.backends.get(job.backend, job.backend_options),
             out_dir=job.out_dir, trajectory_path=job.trajectory_path, title=job.title,
-            client=self.client, pool=self.pool, build_lock=build_lock, track=track,
+            client=self.client, pool=self.pool if job.warm else None, build_lock=build_lock, track=track,
         )
 
-    def abort(self, run_id: str | None = None) -> None:
-        """Close the environments of one run's trials (all, with no ``run_id``): their episodes
-        end as infrastructure failures and their sandboxes are removed."""
+    def abort(self, run_id: str | None = None, job_id: str | None = None) -> int:
+        """Close the environments of one run's trials, of one job, or (neither given) all of
+        them: their episodes end as infrastructure failures and their sandboxes are removed.
+        Returns how many were closed."""
         with self._lock:
-            envs = [env for rid, env in self._live.values() if run_id is None or rid == run_id]
+            envs = [env for rid, jid, env in self._live.values()
+                    if (run_id is None or rid == run_id) and (job_id is None or jid == job_id)]
         for env in envs:
             try:
                 env.close()
             except Exception:  # noqa: BLE001 - the trial's thread sees its sandbox gone
                 pass
+        return len(envs)
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

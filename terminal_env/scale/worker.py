@@ -24,16 +24,18 @@ from ..sandbox.cleanup import _boot_id, owner_alive
 from ..sandbox.engine import get_client
 from ..task import TaskSpec
 from ..tasks import load_task
-from ..trial import Backends, TrialOutcome, TrialSpec, masked_trajectory, play_trial
-from .warm import WarmPool
+from ..trial import TrialOutcome, TrialSpec, masked_trajectory
+from .executor import LocalExecutor, TrialJob
 
 # ---------------------------------------------------------------------- the worker (a Ray actor)
 
 
 class RolloutWorker:
     """A rollout worker: one Ray actor on one node, with that host's Docker engine and a warm
-    pool of its own; episodes run in the actor's threads. Every method answers with plain data
-    (errors included), so that only the death of the worker reaches the driver as a Ray error."""
+    pool of its own; episodes run in the actor's threads, each played by this host's
+    :class:`~terminal_env.scale.executor.LocalExecutor` (which keeps the live environments, the
+    build locks and the backends). Every method answers with plain data (errors included), so
+    that only the death of the worker reaches the driver as a Ray error."""
 
     def __init__(self, index: int, warm: int = 0, creation_rate: float | None = None):
         import ray  # the optional extra [ray]: only a Ray worker gets here
@@ -41,17 +43,13 @@ class RolloutWorker:
         self.index = index
         self.node = {"index": index, "node_id": ray.get_runtime_context().get_node_id(),
                      "host": socket.gethostname(), "boot": _boot_id(), "pid": os.getpid()}
-        self.client: Any = None
+        self.executor: LocalExecutor | None = None
         self.engine_error: str | None = None
         try:
-            self.client = get_client()
+            self.executor = LocalExecutor(warm=warm, creation_rate=creation_rate)
         except InfraError as exc:
             self.engine_error = str(exc)
-        self.pool = WarmPool(size=warm, creation_rate=creation_rate)
         self._lock = threading.Lock()
-        self._live: dict[str, tuple[str | None, Any]] = {}  # job id -> (run id, env)
-        self._build_locks: dict[str, threading.Lock] = {}
-        self.backends = Backends()
         self.episodes = self.failures = self.trials = 0
 
     # -- control (a concurrency group of its own: answers while every episode thread is busy)
@@ -60,32 +58,27 @@ class RolloutWorker:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            counts = {"episodes": self.episodes, "failures": self.failures, "trials": self.trials,
-                      "live": len(self._live)}
-        return {**counts, "warm": self.pool.stats()}
+            counts = {"episodes": self.episodes, "failures": self.failures, "trials": self.trials}
+        local = self.executor.stats() if self.executor is not None else {"live": 0}
+        warm = {k: v for k, v in local.items() if k != "live"}
+        return {**counts, "live": local["live"], "warm": warm}
 
     def abort(self, job_id: str | None = None, run_id: str | None = None) -> int:
         """Close the environments of one job, of one run, or (neither given) all of them: their
         episodes end as infrastructure failures and their sandboxes are removed."""
-        with self._lock:
-            envs = [env for jid, (rid, env) in self._live.items()
-                    if (job_id is None or jid == job_id) and (run_id is None or rid == run_id)]
-        for env in envs:
-            try:
-                env.close()
-            except Exception:  # noqa: BLE001 - the episode thread will see its sandbox gone
-                pass
-        return len(envs)
+        return self.executor.abort(run_id=run_id, job_id=job_id) if self.executor is not None else 0
 
     def close(self) -> None:
-        self.abort()
-        self.pool.close()
+        if self.executor is not None:
+            self.executor.close()
 
     # -- episodes
     def rollout(self, job: dict[str, Any]) -> dict[str, Any]:
         """One episode; its trajectory comes back as JSON (masked when the infrastructure failed)."""
         outcome = self._play(job)
-        self._count(failed=outcome.failure is not None or outcome.traj.masked)
+        with self._lock:
+            self.episodes += 1
+            self.failures += outcome.failure is not None or outcome.traj.masked
         if outcome.failure in ("config", "model_setup"):
             return {"kind": "config", "error": outcome.error.removeprefix("ConfigError: ")}
         if outcome.failure == "bug":
@@ -109,27 +102,25 @@ class RolloutWorker:
         return {"failure": outcome.failure, "error": outcome.error, "duration": outcome.duration, "files": files}
 
     def _play(self, job: dict[str, Any], out_dir: Path | None = None) -> TrialOutcome:
-        """The one trial driver, on this host's engine (a rollout also gets the warm pool)."""
+        """The job as a :class:`TrialJob` for this host's executor (a rollout also gets the warm
+        pool; a benchmark trial starts cold)."""
         try:
             spec = TrialSpec.model_validate(job["spec"])
             task = self._task(job["task"])
-            self._need_engine()
+            if self.executor is None:
+                raise EngineUnavailableError(f"on host {self.node['host']}: {self.engine_error}")
         except ConfigError as exc:
             return TrialOutcome(failure="config", error=f"ConfigError: {exc}")
         except ValidationError as exc:
             return TrialOutcome(failure="config", error=f"ConfigError: invalid trial: {exc}")
         except InfraError as exc:
             return TrialOutcome(failure="infra", error=f"{type(exc).__name__}: {exc}")
-        jid, run_id = job["id"], job.get("run_id")
-        return play_trial(
-            task, spec, lambda: self._backend(job["backend"]), out_dir=out_dir, title=job.get("title"),
-            client=self.client, pool=None if out_dir is not None else self.pool,
-            build_lock=self._build_lock(task.name), track=lambda env, live: self._track(jid, run_id, env, live),
-        )
-
-    def _need_engine(self) -> None:
-        if self.client is None:
-            raise EngineUnavailableError(f"on host {self.node['host']}: {self.engine_error}")
+        ref = job["backend"]
+        backend, options = (ref["object"], {}) if "object" in ref else (ref["spec"], ref["options"])
+        return self.executor.play(TrialJob(
+            task=task, spec=spec, backend=backend, backend_options=options, out_dir=out_dir,
+            title=job.get("title"), run_id=job.get("run_id"), id=job["id"], warm=out_dir is None,
+        ))
 
     def _task(self, ref: dict[str, Any]) -> Any:
         if "spec" in ref:
@@ -148,27 +139,6 @@ class RolloutWorker:
                 f"{task.tests_digest[:12]} here, {ref['tests_digest'][:12]} there): sync the task directories"
             )
         return task
-
-    def _backend(self, ref: dict[str, Any]) -> Any:
-        if "object" in ref:
-            return self.backends.get(ref["object"])
-        return self.backends.get(ref["spec"], ref["options"])
-
-    def _build_lock(self, name: str) -> threading.Lock:
-        with self._lock:
-            return self._build_locks.setdefault(name, threading.Lock())
-
-    def _track(self, job_id: str, run_id: str | None, env: Any, live: bool) -> None:
-        with self._lock:
-            if live:
-                self._live[job_id] = (run_id, env)
-            else:
-                self._live.pop(job_id, None)
-
-    def _count(self, *, failed: bool) -> None:
-        with self._lock:
-            self.episodes += 1
-            self.failures += bool(failed)
 
 
 def _model_name(ref: dict[str, Any]) -> str:
