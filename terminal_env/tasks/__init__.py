@@ -9,7 +9,8 @@
 
 from .build import build_image, ca_env, image_tag, plan_build
 from .load import find_tasks, load_task, read_task, validate
-from .model import Problem, Task, TaskFormatError
+from .model import Task
+from .schema import Problem, TaskFormatError
 from .tb1_import import import_tb1
 
 __all__ = [

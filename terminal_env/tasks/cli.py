@@ -23,7 +23,7 @@ from ..sandbox.images import image_exists
 from .build import build_image, image_tag, parse_base_map
 from .check import check_task, sample_paths
 from .load import find_tasks, load_task, read_task, validate
-from .model import Problem
+from .schema import Problem
 from .tb1_import import import_tb1
 
 console = Console(highlight=False)

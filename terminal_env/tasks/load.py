@@ -23,20 +23,17 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from .dockerfile import dockerfile_workdir
-from .model import (
+from .model import Task, environment_digest, files_digest, tree_files
+from .schema import (
     MIN_MEMORY_MB,
     HarborTaskToml,
     Problem,
     Problems,
-    Task,
     TaskFormatError,
     check_seconds,
-    environment_digest,
-    files_digest,
     parse_size_mb,
     read_terminal_env_metadata,
     strip_unknown,
-    tree_files,
     validation_problems,
 )
 from .tb1 import read_tb1

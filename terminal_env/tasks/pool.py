@@ -18,7 +18,8 @@ from typing import Iterable
 from ..errors import ConfigError
 from .check import CANARY
 from .load import find_tasks, load_task
-from .model import Problem, Task
+from .model import Task
+from .schema import Problem
 
 SPLITS = ("train", "validation", "test")
 

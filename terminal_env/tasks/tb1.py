@@ -23,16 +23,13 @@ import yaml
 from pydantic import Field, ValidationError
 
 from .dockerfile import dockerfile_workdir
-from .model import (
+from .model import Task, environment_digest, files_digest, tree_files
+from .schema import (
     Problems,
-    Task,
     _Closed,
     check_seconds,
-    environment_digest,
-    files_digest,
     read_terminal_env_metadata,
     strip_unknown,
-    tree_files,
     validation_problems,
 )
 
