@@ -109,3 +109,41 @@ def test_the_sandbox_layer_imports_nothing_above_it():
         if name.startswith("terminal_env.sandbox"):
             above = {d for d in deps if not d.startswith("terminal_env.sandbox") and d not in below}
             assert not above, (name, above)
+
+
+#: the optional extras: the only imports a module may make inside a function (so that the core
+#: installs and imports without them), each with a comment naming its extra
+OPTIONAL = ("openai", "torch", "transformers", "ray", "terminal_env.models.openai_backend",
+            "terminal_env.models.hf_backend")
+
+
+def test_imports_inside_functions_are_only_of_the_optional_extras_and_say_so():
+    known = modules()
+    found = []
+    for name, path in known.items():
+        source = path.read_text()
+        lines = source.splitlines()
+        for fn in ast.walk(ast.parse(source)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                targets = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                           else _targets(name, node, path.name == "__init__.py", known) or [node.module or ""])
+                optional = all(any(t == o or t.startswith(o + ".") for o in OPTIONAL) for t in targets)
+                said = "optional extra" in lines[node.lineno - 1]
+                found.append((name, node.lineno, targets, optional, said))
+    assert len(found) >= 5  # the lazy imports of the extras were really read
+    wrong = [(n, line, t) for n, line, t, optional, said in found if not (optional and said)]
+    assert wrong == [], "an import inside a function that is not of an optional extra, or does not say so"
+
+
+def test_every_module_over_500_lines_is_named_in_the_architecture_with_its_reason():
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    named = doc.split("## Modules over 500 lines, and why", 1)[1]
+    long = {path.relative_to(PACKAGE).as_posix(): len(path.read_text().splitlines())
+            for path in modules().values() if len(path.read_text().splitlines()) > 500}
+    assert long, "no module over 500 lines: drop this section of docs/architecture.md and this test"
+    unexplained = {m: n for m, n in long.items() if f"`{m}`" not in named}
+    assert unexplained == {}, "name each in docs/architecture.md under 'Modules over 500 lines' with the reason"

@@ -56,7 +56,7 @@ _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 def _import_hf() -> tuple[Any, Any]:
     try:
         import torch  # the optional extra [hf]
-        import transformers
+        import transformers  # the optional extra [hf]
     except ImportError as e:
         raise ConfigError(f"{_INSTALL_HINT} ({e})") from e
     return torch, transformers

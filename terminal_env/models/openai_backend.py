@@ -28,6 +28,7 @@ import random
 import re
 import threading
 import time
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -223,8 +224,6 @@ class OpenAIBackend:
                 seconds = float(value) * scale
             except ValueError:
                 try:  # an HTTP date
-                    from email.utils import parsedate_to_datetime
-
                     seconds = parsedate_to_datetime(value).timestamp() - time.time()
                 except (TypeError, ValueError, OverflowError):
                     continue

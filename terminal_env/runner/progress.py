@@ -5,6 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from .records import TrialResult
 
 _STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "timeout": "red",
@@ -13,8 +17,6 @@ _STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "timeout": "r
 
 class RunProgress:
     def __init__(self, total: int, done: int, *, enabled: bool = True, console: Any = None):
-        from rich.console import Console
-
         self.console = console or Console(stderr=True)
         self.enabled = enabled
         self.total, self.done = total, done
@@ -25,14 +27,6 @@ class RunProgress:
 
     def __enter__(self) -> "RunProgress":
         if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=self.console,
@@ -64,8 +58,6 @@ class RunProgress:
                 return
             outcome = "infra_error" if r.masked else (r.outcome or r.termination)
             style = _STYLE.get(outcome, "white")
-            from rich.markup import escape
-
             note = f" [bright_black]{escape(r.error[:100])}[/]" if r.error else ""
             self.console.print(
                 f"[{style}]{outcome:<11}[/] {escape(r.task)} #{r.attempt}  progress {r.progress:.2f}  "
