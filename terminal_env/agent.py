@@ -26,6 +26,7 @@ Mistakes of the user (a bad config, a refused API key) are raised as :class:`Con
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -43,9 +44,21 @@ from .models.base import (
     SamplingParams,
     count_tokens_approx,
 )
+from .models.tokens import TokenRecorder, is_token_backend
 from .protocols import ModelBackend
 from .rewards import REWARDS
 from .trajectory import ContextEvent, ModelRef, TaskRef, Trajectory, Turn
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The sampling seed of turn ``turn`` of an episode seeded ``seed``: a hash, so that the
+    turns of neighbouring seeds do not share streams (seed 1's turn 1 is not seed 2's turn 0).
+
+    >>> turn_seed(7, 0) == turn_seed(7, 0) != turn_seed(7, 1)
+    True
+    """
+    digest = hashlib.sha256(f"terminal-env:{seed}:{turn}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def task_ref(env: Any) -> TaskRef:
@@ -75,8 +88,12 @@ StepHook = Callable[[Any, str, dict[str, Any]], None]
 class _Episode:
     """State of one run of the loop (kept small so run_agent reads top to bottom)."""
 
-    def __init__(self, env: Any, traj: Trajectory, path: Path | None, on_step: StepHook | None):
+    def __init__(self, env: Any, traj: Trajectory, path: Path | None, on_step: StepHook | None,
+                 seed: int | None = None, tokens: TokenRecorder | None = None):
         self.env, self.traj, self.path, self.on_step = env, traj, path, on_step
+        self.seed = seed
+        #: the token-exact record, for a token-level backend
+        self.tokens = tokens
         self.done = False
         self.ratio = 1.0  # measured prompt tokens / estimate, from the last usage report
         self._saved_at = self._save_cost = 0.0
@@ -90,6 +107,14 @@ class _Episode:
             return
         self.traj.save(self.path)
         self._saved_at, self._save_cost = time.monotonic(), time.monotonic() - now
+
+    def params_for(self, params: SamplingParams, turn: int) -> SamplingParams:
+        """The sampling parameters of one turn: its seed derived from the episode's (the
+        params' own seed, else the attempt's), so a seeded episode replays exactly."""
+        base = params.seed if params.seed is not None else self.seed
+        if base is None:
+            return params
+        return params.model_copy(update={"seed": turn_seed(base, turn)})
 
     def count(self, messages: list[dict[str, Any]], tools: Any) -> int:
         return int(count_tokens_approx(messages, tools) * self.ratio)
@@ -162,7 +187,10 @@ def run_agent(
                        backend=type(backend).__name__, params=params.model_dump()),
         tools=harness.tools(),
     )
-    ep = _Episode(env, traj, Path(trajectory_path) if trajectory_path else None, on_step)
+    tokens = (TokenRecorder(backend.chat_tokenizer, tools=harness.tools(), thinking=params.thinking)  # type: ignore[attr-defined]
+              if is_token_backend(backend) else None)
+    traj.tokens = tokens.tokens if tokens is not None else None
+    ep = _Episode(env, traj, Path(trajectory_path) if trajectory_path else None, on_step, seed, tokens)
     t_start = time.monotonic()
     env.recorder = recorder
     try:
@@ -240,8 +268,14 @@ def _turn(ep: _Episode, harness: Harness, backend: ModelBackend, params: Samplin
     turn.prompt_messages = len(sent)
     turn.prompt_tokens_estimate = ep.count(sent, tools)
     t0 = time.monotonic()
+    turn_params = ep.params_for(params, n)
     try:
-        completion: Completion = backend.complete(sent, tools=tools, params=params)
+        if ep.tokens is not None:  # the episode's token sequence, extended (models/tokens.py)
+            prompt = ep.tokens.prompt(sent)
+            completion: Completion = backend.complete_tokens(prompt, tools=tools, params=turn_params)  # type: ignore[attr-defined]
+            ep.tokens.record(n, sent, completion)
+        else:
+            completion = backend.complete(sent, tools=tools, params=turn_params)
     finally:
         turn.model_seconds = time.monotonic() - t0
     turn.completion = completion

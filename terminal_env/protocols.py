@@ -37,6 +37,42 @@ class ModelBackend(Protocol):
     ) -> Completion: ...
 
 
+@runtime_checkable
+class ChatTokenizer(Protocol):
+    """A model's chat template and tokenizer, as the token-exact rollout needs them
+    (:mod:`terminal_env.models.tokens`)."""
+
+    #: the ids that end an assistant turn (the template's end-of-turn token among them)
+    eos_token_ids: list[int]
+
+    def chat_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+                  add_generation_prompt: bool, thinking: bool = False) -> str: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
+
+@runtime_checkable
+class TokenBackend(Protocol):
+    """A backend that samples from token ids and says which tokens it sampled: the agent loop
+    then keeps the episode as one token sequence, extended turn by turn, never re-rendered
+    (:class:`terminal_env.models.tokens.TokenRecorder`). ``weights_version`` names the weights
+    that answer now (it changes when ``load_weights`` swaps them)."""
+
+    name: str
+    chat_tokenizer: ChatTokenizer
+    weights_version: str | None
+
+    def complete_tokens(
+        self,
+        prompt_ids: list[int],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        params: SamplingParams | None = None,
+    ) -> Completion: ...
+
+
 class Harness(Protocol):
     """Turns the episode into messages for a model and the model's answers into actions: what the
     agent loop (:func:`terminal_env.agent.run_agent`) calls, in order."""
@@ -77,7 +113,7 @@ class Executor(Protocol):
 
     def play(self, job: TrialJob) -> TrialOutcome: ...
 
-    def abort(self, run_id: str | None = None) -> None: ...
+    def abort(self, run_id: str | None = None) -> Any: ...
 
     def stats(self) -> dict[str, Any]: ...
 

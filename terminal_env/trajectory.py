@@ -7,6 +7,9 @@ A trajectory keeps
 * per model turn (``turns``): the completion with token ids and log-probs when the backend gave
   them, the harness actions it parsed into, and for each action the *generic* commands actually run
   (``Command``/``Keys``/``Submit`` and their plain-text form) with what the terminal returned;
+* for a token-level backend, the episode as token sequences (``tokens``, schema version 2): the
+  ids, the action mask, the sampled log-probs and the turn spans, built by extension
+  (:mod:`terminal_env.models.tokens`), never re-rendered;
 * the end: why it ended, the protected verifier's result, the rewards, whether it is masked
   (an infrastructure failure, never the agent's).
 
@@ -30,9 +33,13 @@ from .errors import ConfigError
 from .fileio import write_atomic
 from .harness.base import ActionResult
 from .models.base import Completion
+from .models.tokens import EpisodeTokens
 
 SCHEMA = "terminal-env/trajectory"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: versions this terminal-env reads (1: before the episode's token record; its files load as
+#: trajectories without ``tokens``)
+READABLE_VERSIONS = (1, 2)
 ATIF_VERSION = "ATIF-v1.4"
 
 Termination = Literal[
@@ -110,6 +117,8 @@ class Trajectory(BaseModel):
     messages: list[dict[str, Any]] = Field(default_factory=list)
     turns: list[Turn] = Field(default_factory=list)
     context_events: list[ContextEvent] = Field(default_factory=list)
+    #: the episode as token sequences, for a token-level backend (None otherwise)
+    tokens: EpisodeTokens | None = None
     termination: Termination = "running"
     verification: dict[str, Any] | None = None
     reward: float | None = None
@@ -155,10 +164,10 @@ class Trajectory(BaseModel):
             raise ConfigError(f"{path}: not valid JSON ({exc}); the file is damaged") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ConfigError(f"{path}: not a terminal-env trajectory (no schema {SCHEMA!r})")
-        if data.get("version") != SCHEMA_VERSION:
+        if data.get("version") not in READABLE_VERSIONS:
             raise ConfigError(
                 f"{path}: trajectory version {data.get('version')!r} is not supported "
-                f"(this terminal-env reads version {SCHEMA_VERSION})"
+                f"(this terminal-env reads versions {', '.join(map(str, READABLE_VERSIONS))})"
             )
         try:
             return cls.model_validate(data)
@@ -234,6 +243,8 @@ class Trajectory(BaseModel):
                     metrics["logprobs"] = comp.logprobs
                 if comp.token_ids is not None:
                     metrics["completion_token_ids"] = comp.token_ids
+                if comp.prompt_token_ids is not None:
+                    metrics["prompt_token_ids"] = comp.prompt_token_ids
                 if metrics:
                     step["metrics"] = metrics
             steps.append(step)

@@ -7,6 +7,9 @@ import pytest
 
 BASE = "terminal-env/base:bookworm-1"
 
+#: helpers imported by tests, not tests: their doctest collection would import torch
+collect_ignore = ["tiny_lm.py"]
+
 
 @pytest.fixture(scope="session")
 def client():

@@ -8,51 +8,24 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from terminal_env.models.base import ContextOverflowError, SamplingParams
-from terminal_env.models.hf_backend import TransformersBackend, _parse_tool_calls
+import tiny_lm  # noqa: E402 - after the importorskips
+from tiny_lm import CORPUS, make_model, make_tokenizer  # noqa: E402
+
+from terminal_env.models.base import ContextOverflowError, SamplingParams, parse_tool_call_blocks
+from terminal_env.models.hf_backend import TransformersBackend
 from terminal_env.models.registry import make_backend
 
-TEMPLATE = (
-    "{% if tools %}<|im_start|>system\ntools: {% for t in tools %}{{ t.function.name }} "
-    "{% endfor %}<|im_end|>\n{% endif %}"
-    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n"
-    "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
-    "{% endif %}"
-)
-CORPUS = [
-    "ls -la /app", "cat README.md | head", "the quick brown fox jumps over the lazy dog",
-    "grep -rn hello src/", "python -m pytest -q", "echo done > /tmp/out.txt",
-]
 USER = [{"role": "user", "content": "list the files in /app"}]
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS * 4, trainer)
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    fast.chat_template = TEMPLATE
-    return fast
+    return make_tokenizer()
 
 
 @pytest.fixture(scope="module")
 def model(tokenizer):
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None)
-    torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(config).eval()
+    return make_model(tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +34,7 @@ def backend(model, tokenizer):
 
 
 def rescore(model, prompt_ids, token_ids):
-    ids = torch.tensor([prompt_ids + token_ids])
-    with torch.no_grad():
-        logp = model(ids).logits[0].float().log_softmax(-1)
-    n = len(prompt_ids)
-    return logp[n - 1:-1].gather(1, torch.tensor(token_ids)[:, None])[:, 0]
+    return tiny_lm.rescore(model, prompt_ids + token_ids)[len(prompt_ids) - 1:]
 
 
 def test_completion_tokens_text_and_logprobs(backend, model, tokenizer):
@@ -144,11 +113,11 @@ def test_template_gets_tools_and_thinking(backend, tokenizer):
 
 
 def test_tool_call_blocks_are_parsed():
-    text, calls = _parse_tool_calls(
+    text, calls = parse_tool_call_blocks(
         'Let me look.\n<tool_call>\n{"name": "run", "arguments": {"cmd": "ls"}}\n</tool_call>')
     assert text == "Let me look."
     assert [(c.name, c.arguments) for c in calls] == [("run", '{"cmd": "ls"}')]
-    assert _parse_tool_calls("<tool_call>not json</tool_call>")[1] == []
+    assert parse_tool_call_blocks("<tool_call>not json</tool_call>")[1] == []
 
 
 def test_threads_share_one_backend(backend):

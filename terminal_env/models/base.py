@@ -77,11 +77,18 @@ class Completion(BaseModel):
     finish_reason: str | None = None
     model: str | None = None
     usage: Usage = Field(default_factory=Usage)
-    #: ids of the generated tokens and their log-probs, when the backend gives them
+    #: ids of the generated tokens and their log-probs, when the backend gives them.
+    #: ``logprobs``: under the model's raw distribution (temperature 1, no top-p)
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    #: log-probs under the distribution the tokens were drawn from: ``log_softmax(logits / T)``
+    #: at the sampling temperature T, before top-p (None for greedy decoding, or when the
+    #: backend cannot say). This is what the trainer's importance ratios use.
+    sampling_logprobs: list[float] | None = None
     #: ids of the prompt as the model saw it (local backends), for exact re-scoring
     prompt_token_ids: list[int] | None = None
+    #: which weights produced this completion (the backend's ``weights_version``), if it says
+    weights: str | None = None
     latency: float = Field(0.0, ge=0, description="Seconds spent in the backend, retries included.")
     retries: int = 0
 
@@ -142,3 +149,40 @@ def count_tokens_approx(messages: list[dict[str, Any]], tools: list[dict[str, An
     if tools:
         chars += len(json.dumps(tools))
     return int(chars / 3.5) + 4 * len(messages)
+
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+
+
+def parse_tool_call_blocks(text: str) -> tuple[str, list[ToolCall]]:
+    """Hermes/Qwen-style ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks out of
+    raw model text (for backends that sample text themselves); the text is returned unchanged,
+    with no calls, when a block is not a JSON object with a name.
+
+    >>> parse_tool_call_blocks('ok <tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>')
+    ('ok', [ToolCall(id='call_0', name='bash', arguments='{"command": "ls"}')])
+    """
+    calls = []
+    for i, block in enumerate(_TOOL_CALL.findall(text)):
+        try:
+            obj = json.loads(block)
+        except ValueError:
+            return text, []
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return text, []
+        args = obj.get("arguments", obj.get("parameters", {}))
+        calls.append(ToolCall(id=f"call_{i}", name=obj["name"],
+                              arguments=args if isinstance(args, str) else json.dumps(args)))
+    return _TOOL_CALL.sub("", text).strip(), calls
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """``<think>`` blocks out of the answer; also a lone ``...</think>`` prefix, which is what
+    Qwen3-style templates produce when the prompt already opened the ``<think>`` block."""
+    text, think = split_thinking(text)
+    if "</think>" in text and "<think>" not in text:
+        head, _, tail = text.partition("</think>")
+        extra = head.strip()
+        think = "\n".join(t for t in (think, extra) if t) or None
+        text = tail.lstrip()
+    return text, think

@@ -1,31 +1,45 @@
 """A backend that runs a Hugging Face ``transformers`` causal LM in this process.
 
-Made for training loops and small local experiments: it returns exactly what was sampled
-(``token_ids``), the prompt as the model saw it (``prompt_token_ids``) and the per-token
-log-probs, so a trainer can re-score the same tokens without re-tokenizing text.
+Made for training loops and small local experiments. It is a token-level backend
+(:class:`terminal_env.protocols.TokenBackend`): ``complete_tokens(prompt_ids)`` samples from a
+prompt given as token ids, and ``complete(messages)`` is the same after the chat template. Each
+completion carries exactly what was sampled (``token_ids``, the final end-of-turn token
+included, as vLLM reports them), the prompt as the model saw it (``prompt_token_ids``), and two
+log-probs per sampled token:
 
-**Log-probs.** ``Completion.logprobs[i]`` is ``log_softmax(logits)[token_ids[i]]`` over the
-model's RAW logits at temperature 1, before temperature, top-p or any other sampling warper:
-the policy's own log-probability, which is what PPO/GRPO importance ratios need. It is *not*
-the log-probability under the sampling distribution (which temperature and top-p change). A
-forward pass over ``prompt_token_ids + token_ids`` reproduces these values up to float error.
+* ``logprobs``: ``log_softmax(logits)[token]`` over the model's raw logits, temperature 1, no
+  top-p: the model's own probability of the token;
+* ``sampling_logprobs``: ``log_softmax(logits / T)[token]`` at the sampling temperature T,
+  before top-p: the distribution the token was drawn from (None for greedy decoding). **The
+  trainer uses these** for importance ratios, re-scoring its own policy the same way (logits
+  divided by the same T), so that old and new log-probs are of the same distribution.
 
-**Tokens and text.** ``token_ids`` are all the sampled tokens, the final end-of-sequence token
-included (as vLLM reports them); ``text`` is their decoding without special tokens, minus any
+A forward pass over ``prompt_token_ids + token_ids`` reproduces both up to float error (tests:
+``atol=1e-4`` for one episode at a time).
+
+**Batching.** Requests from concurrent episodes are served by one generation thread that takes
+every request waiting (up to ``max_batch``) and decodes them together, step by step, sharing each
+forward pass; a row that finishes stops sampling while the others go on. Each prompt is prefilled
+from the longest remembered prefix of it (the last turn of the same episode), so a token-exact
+episode only runs its new tokens (:mod:`terminal_env.models.hf_sampling`). ``max_batch=1`` is one
+request at a time. Each row samples with a generator of its own
+seeded from ``SamplingParams.seed`` (random when None), so a seeded request gives the same
+tokens whatever else is in its batch, up to float differences of padded batched arithmetic.
+
+**Weights.** ``load_weights(checkpoint_dir_or_state_dict, version=...)`` swaps the weights
+between requests without rebuilding the backend (it waits for the batch in flight);
+``weights_version`` names the weights now loaded, and every completion records it (``weights``).
+
+**Text.** ``text`` is the decoding of the sampled tokens without special tokens, minus any
 ``<think>`` block (moved to ``reasoning``) and minus a matched stop string and what followed it
 (as OpenAI servers do; the tokens that formed the stop string stay in ``token_ids``). When tools
 are given and the model writes Hermes/Qwen-style ``<tool_call>{...}</tool_call>`` blocks, they
 become ``tool_calls``.
 
-Log-probs are always returned (they cost one softmax per step), whatever ``params.logprobs``
-says.
-
 **Sampling.** Only ``SamplingParams`` decide: temperature (0 means greedy), top-p, the seed, the
-stop strings, ``max_new_tokens``. The model's ``generation_config`` sampling defaults (top-k,
-repetition penalty, min-p...) are neutralized so results match the params; pass
-``generate_kwargs`` to add your own. Prompts longer than ``max_input_tokens`` (or than the
-model's context) raise :class:`ContextOverflowError`: trimming a conversation is the harness's
-job, not the backend's.
+stop strings, ``max_new_tokens``; the model's ``generation_config`` sampling defaults are not
+used. Prompts longer than ``max_input_tokens`` (or than the model's context) raise
+:class:`ContextOverflowError`: trimming a conversation is the agent loop's job, not the backend's.
 
 torch and transformers are imported lazily; install them with ``pip install torch`` (pinned to
 the build for your hardware) first, then ``pip install 'terminal-env[hf]'``.
@@ -33,24 +47,33 @@ the build for your hardware) first, then ``pip install 'terminal-env[hf]'``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import random
 import re
 import threading
 import time
 from typing import Any
 
 from ..errors import ConfigError
-from .base import Completion, ContextOverflowError, SamplingParams, ToolCall, Usage
-from .openai_backend import _split_reasoning
+from .base import (
+    Completion,
+    ContextOverflowError,
+    SamplingParams,
+    ToolCall,
+    Usage,
+    parse_tool_call_blocks,
+    split_reasoning,
+)
+from .hf_sampling import BatchSampler, Sampled, SampleRequest
 
-__all__ = ["TransformersBackend"]
+__all__ = ["HFChatTokenizer", "TransformersBackend"]
 
 _INSTALL_HINT = (
     "the transformers backend needs torch and transformers: install torch first (pinned to the "
     "build for your hardware, e.g. `pip install torch`), then `pip install 'terminal-env[hf]'`"
 )
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
 def _import_hf() -> tuple[Any, Any]:
@@ -62,15 +85,76 @@ def _import_hf() -> tuple[Any, Any]:
     return torch, transformers
 
 
+class HFChatTokenizer:
+    """A Hugging Face tokenizer as a :class:`terminal_env.protocols.ChatTokenizer`: the chat
+    template rendered to text, text to ids without added special tokens (the template writes
+    them), ids back to text with the special tokens kept. Thread-safe (a fast tokenizer is not)."""
+
+    def __init__(self, tokenizer: Any, name: str = "model", eos_token_ids: list[int] | None = None):
+        if not getattr(tokenizer, "chat_template", None):
+            raise ConfigError(f"the tokenizer of {name!r} has no chat_template; set "
+                              f"tokenizer.chat_template to a Jinja template for chat messages")
+        self.tokenizer = tokenizer
+        self.name = name
+        eos = list(eos_token_ids or [])
+        if getattr(tokenizer, "eos_token_id", None) is not None and int(tokenizer.eos_token_id) not in eos:
+            eos.append(int(tokenizer.eos_token_id))
+        self.eos_token_ids = eos
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "HFChatTokenizer":
+        """The tokenizer saved in a model directory (e.g. of the model a vLLM server serves)."""
+        try:
+            import transformers  # the optional extra [hf]; torch is not needed for a tokenizer
+        except ImportError as e:
+            raise ConfigError(f"{_INSTALL_HINT} ({e})") from e
+        try:
+            tok = transformers.AutoTokenizer.from_pretrained(os.fspath(path))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"cannot load the tokenizer {os.fspath(path)!r}: {e}") from e
+        return cls(tok, name=os.path.basename(os.fspath(path).rstrip("/")))
+
+    def chat_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+                  add_generation_prompt: bool, thinking: bool = False) -> str:
+        kwargs: dict[str, Any] = {"add_generation_prompt": add_generation_prompt, "tokenize": False,
+                                  "enable_thinking": thinking}
+        if tools:
+            kwargs["tools"] = tools
+        msgs = [_for_template(m) for m in messages]
+        try:
+            with self._lock:
+                return self.tokenizer.apply_chat_template(msgs, **kwargs)
+        except Exception as e:  # jinja errors (e.g. a template that wants alternating roles)
+            raise ConfigError(f"the chat template of {self.name!r} rejected the messages: "
+                              f"{type(e).__name__}: {e}") from e
+
+    def encode(self, text: str) -> list[int]:
+        with self._lock:
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        with self._lock:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def text(self, ids: list[int]) -> str:
+        """The decoding without special tokens (what a completion's text is made of)."""
+        with self._lock:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+
 class TransformersBackend:
     """Generate with a local ``transformers`` model.
 
     ``model`` is a directory (or anything ``from_pretrained`` loads offline) or an already
     loaded ``PreTrainedModel``; ``tokenizer`` defaults to the one saved with the model.
     ``device`` defaults to ``"cpu"`` for a path and to the model's own device for a loaded
-    model; ``dtype`` is a torch dtype or its name (``"bfloat16"``, ``"auto"``...).
+    model; ``dtype`` is a torch dtype or its name (``"bfloat16"``, ``"auto"``...). ``max_batch``
+    bounds how many concurrent requests share a forward pass; ``prefix_cache`` how many
+    sequences' keys and values are kept for the next turn of their episode (0: none); see
+    :mod:`terminal_env.models.hf_sampling`.
 
-    Calls are serialized by a lock (one ``generate`` at a time), so threads may share one backend.
+    Threads may share one backend: their requests meet in the generation thread.
     """
 
     def __init__(
@@ -81,11 +165,12 @@ class TransformersBackend:
         device: str | None = None,
         name: str | None = None,
         dtype: Any = None,
-        generate_kwargs: dict[str, Any] | None = None,
+        max_batch: int = 8,
+        prefix_cache: int = 16,
+        weights_version: str | None = None,
     ):
         torch, transformers = _import_hf()
         self._torch = torch
-        self._transformers = transformers
         if isinstance(dtype, str) and dtype != "auto":
             if not isinstance(getattr(torch, dtype, None), torch.dtype):
                 raise ConfigError(f"unknown torch dtype {dtype!r} (try float32, bfloat16, float16)")
@@ -93,13 +178,8 @@ class TransformersBackend:
 
         if isinstance(model, (str, os.PathLike)):
             path = os.fspath(model)
-            try:
-                kwargs = {_dtype_keyword(transformers): dtype} if dtype is not None else {}
-                loaded = transformers.AutoModelForCausalLM.from_pretrained(path, **kwargs)
-            except (OSError, ValueError) as e:
-                raise ConfigError(f"cannot load a causal LM from {path!r}: {e}") from e
-            loaded.to(device or "cpu")
-            model = loaded
+            model = _load_model(transformers, path, dtype)
+            model.to(device or "cpu")
             default_name = os.path.basename(path.rstrip("/")) or path
         else:
             if not hasattr(model, "generate"):
@@ -116,26 +196,17 @@ class TransformersBackend:
             if not path:
                 raise ConfigError("pass the tokenizer with an in-memory model (it has no path to "
                                   "load one from)")
-            try:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            except (OSError, ValueError) as e:
-                raise ConfigError(f"cannot load the tokenizer of {path!r}: {e}") from e
-        elif isinstance(tokenizer, (str, os.PathLike)):
+            tokenizer = path
+        if isinstance(tokenizer, (str, os.PathLike)):
             try:
                 tokenizer = transformers.AutoTokenizer.from_pretrained(os.fspath(tokenizer))
             except (OSError, ValueError) as e:
-                raise ConfigError(f"cannot load the tokenizer {tokenizer!r}: {e}") from e
-        if not getattr(tokenizer, "chat_template", None):
-            raise ConfigError(f"the tokenizer of {default_name!r} has no chat_template; set "
-                              f"tokenizer.chat_template to a Jinja template for chat messages")
+                raise ConfigError(f"cannot load the tokenizer of {os.fspath(tokenizer)!r}: {e}") from e
 
         model.eval()
         self.model = model
         self.tokenizer = tokenizer
         self.name = name or default_name
-        self.generate_kwargs = dict(generate_kwargs or {})
-        self._lock = threading.RLock()
-
         eos: list[int] = []
         for source in (getattr(model.generation_config, "eos_token_id", None),
                        getattr(tokenizer, "eos_token_id", None)):
@@ -143,6 +214,7 @@ class TransformersBackend:
                 if t is not None and int(t) not in eos:
                     eos.append(int(t))
         self.eos_token_ids = eos
+        self.chat_tokenizer = HFChatTokenizer(tokenizer, self.name, eos)
         pad = getattr(model.generation_config, "pad_token_id", None)
         if pad is None:
             pad = getattr(tokenizer, "pad_token_id", None)
@@ -150,6 +222,13 @@ class TransformersBackend:
         text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
             else model.config
         self.context_length: int | None = getattr(text_config, "max_position_embeddings", None)
+        #: the weights answering now (see load_weights); recorded on every completion
+        self.weights_version: str | None = weights_version or self.name
+        self._swaps = itertools.count(1)
+        self._sampler = BatchSampler(torch, model, pad_token_id=self.pad_token_id, eos_token_ids=eos,
+                                     text=self.chat_tokenizer.text, max_batch=max_batch, name=self.name,
+                                     prefix_cache=prefix_cache)
+        self._sampler.weights_version = self.weights_version
 
     def __repr__(self) -> str:
         return f"TransformersBackend(name={self.name!r}, device={str(self.device)!r})"
@@ -158,30 +237,52 @@ class TransformersBackend:
     def device(self) -> Any:
         return self.model.device
 
+    def close(self) -> None:
+        """Stop the generation thread (requests still waiting fail)."""
+        self._sampler.close()
+
+    def stats(self) -> dict[str, int]:
+        """Counters of the generation thread: batches and rows decoded, prompt tokens prefilled,
+        and prompt tokens whose keys and values were reused from the prefix cache."""
+        return dict(self._sampler.stats)
+
     # -- prompt ---------------------------------------------------------------------------
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                    *, thinking: bool = False) -> list[int]:
         """The token ids of the chat prompt, generation prompt included."""
-        msgs = [_for_template(m) for m in messages]
-        with self._lock:  # a fast tokenizer is not safe to share between threads
-            return self._prompt_ids(msgs, tools, thinking)
+        ct = self.chat_tokenizer
+        return ct.encode(ct.chat_text(messages, tools, add_generation_prompt=True, thinking=thinking))
 
-    def _prompt_ids(self, msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                    thinking: bool) -> list[int]:
-        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False,
-                                  "enable_thinking": thinking}
-        if tools:
-            kwargs["tools"] = tools
-        try:
-            text = self.tokenizer.apply_chat_template(msgs, **kwargs)
-        except Exception as e:  # jinja errors (e.g. a template that wants alternating roles)
-            raise ConfigError(f"the chat template of {self.name!r} rejected the messages: "
-                              f"{type(e).__name__}: {e}") from e
-        # the template writes any BOS itself; adding special tokens again would double it
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+    # -- weights --------------------------------------------------------------------------
 
-    # -- the call -------------------------------------------------------------------------
+    def load_weights(self, source: Any, *, version: str | None = None) -> str:
+        """Swap in new weights: a checkpoint directory (Hugging Face format, as the trainer
+        saves it) or an in-memory state dict of the same architecture. Waits for the batch in
+        flight; the next requests use the new weights. Returns the new ``weights_version``
+        (``version``, else the directory's name, else ``state-N``)."""
+        torch = self._torch
+        if isinstance(source, (str, os.PathLike)):
+            path = os.fspath(source)
+            _, transformers = _import_hf()
+            state = _load_model(transformers, path, None).state_dict()
+            label = version or os.path.basename(path.rstrip("/")) or path
+        elif isinstance(source, dict):
+            state, label = source, version or f"state-{next(self._swaps)}"
+        else:
+            raise ConfigError(f"load_weights takes a checkpoint directory or a state dict, not "
+                              f"{type(source).__name__}")
+        with self._sampler.lock:
+            try:
+                with torch.no_grad():
+                    self.model.load_state_dict(state, strict=True)
+            except RuntimeError as e:
+                raise ConfigError(f"the weights do not fit {self.name!r}: {str(e)[:500]}") from e
+            self._sampler.forget()  # keys and values of the old weights
+            self.weights_version = self._sampler.weights_version = label
+        return label
+
+    # -- the calls ------------------------------------------------------------------------
 
     def complete(
         self,
@@ -191,14 +292,21 @@ class TransformersBackend:
         params: SamplingParams | None = None,
     ) -> Completion:
         params = params or SamplingParams()
-        start = time.monotonic()
-        with self._lock:  # one generate at a time; the tokenizer is not thread-safe either
-            return self._complete(messages, tools, params, start)
+        return self.complete_tokens(self.prompt_ids(messages, tools, thinking=params.thinking),
+                                    tools=tools, params=params)
 
-    def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                  params: SamplingParams, start: float) -> Completion:
-        torch = self._torch
-        prompt = self.prompt_ids(messages, tools, thinking=params.thinking)
+    def complete_tokens(
+        self,
+        prompt_ids: list[int],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        params: SamplingParams | None = None,
+    ) -> Completion:
+        params = params or SamplingParams()
+        start = time.monotonic()
+        prompt = [int(t) for t in prompt_ids]
+        if not prompt:
+            raise ConfigError("the prompt has no tokens")
         if len(prompt) > params.max_input_tokens:
             raise ContextOverflowError(
                 f"the prompt has {len(prompt)} tokens, over max_input_tokens="
@@ -211,68 +319,41 @@ class TransformersBackend:
                     f"the prompt has {len(prompt)} tokens, and {self.name!r} has a context of "
                     f"{self.context_length}")
             max_new = min(max_new, room)
+        seed = params.seed if params.seed is not None else random.SystemRandom().getrandbits(63)
+        request = SampleRequest(prompt=prompt, temperature=params.temperature,
+                           top_p=params.top_p if params.top_p is not None else 1.0, seed=seed,
+                           max_new=max_new, stops=[s for s in (params.stop or []) if s])
+        sampled = self._sampler.sample(request)
+        return self._completion(prompt, sampled, tools, start)
 
-        recorder = _make_recorder(torch)
-        stops = [s for s in (params.stop or []) if s]
-        gen: dict[str, Any] = {
-            "max_new_tokens": max_new,
-            "eos_token_id": self.eos_token_ids or None,
-            "pad_token_id": self.pad_token_id,
-            "repetition_penalty": 1.0,
-            "no_repeat_ngram_size": 0,
-            "return_dict_in_generate": True,
-        }
-        if params.temperature > 0:
-            gen.update(do_sample=True, temperature=params.temperature,
-                       top_p=params.top_p if params.top_p is not None else 1.0,
-                       top_k=0, min_p=0.0, typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0)
-        else:
-            gen.update(do_sample=False)
-        gen.update(self.generate_kwargs)
-        transformers = self._transformers
-        gen["logits_processor"] = transformers.LogitsProcessorList([recorder])
-        if stops:
-            gen["stopping_criteria"] = transformers.StoppingCriteriaList(
-                [_make_stop_criterion(transformers, self.tokenizer, stops, len(prompt))])
-
-        device = self.device
-        input_ids = torch.tensor([prompt], dtype=torch.long, device=device)
-        attention = torch.ones_like(input_ids)
-        rng_devices = [device.index or 0] if device.type == "cuda" else []
-        with torch.random.fork_rng(devices=rng_devices, enabled=params.seed is not None):
-            if params.seed is not None:
-                torch.manual_seed(params.seed)
-            with torch.inference_mode():
-                out = self.model.generate(input_ids=input_ids, attention_mask=attention, **gen)
-        sequence = out.sequences[0, len(prompt):].tolist()
-        logprobs = recorder.finish(sequence)
-
-        raw_text = self.tokenizer.decode(sequence, skip_special_tokens=True)
-        finish = "length"
-        if sequence and sequence[-1] in self.eos_token_ids:
-            finish = "stop"
-        for s in stops:
+    def _completion(self, prompt: list[int], sampled: Sampled, tools: list[dict[str, Any]] | None,
+                    start: float) -> Completion:
+        sequence = sampled.token_ids
+        raw_text = self.chat_tokenizer.text(sequence)
+        finish = sampled.finish
+        for s in sampled.stops:
             i = raw_text.find(s)
             if i >= 0:
                 raw_text, finish = raw_text[:i], "stop"
-        text, reasoning = _split_reasoning(raw_text)
+        text, reasoning = split_reasoning(raw_text)
         calls: list[ToolCall] = []
         if tools and "<tool_call>" in text:
-            text, calls = _parse_tool_calls(text)
+            text, calls = parse_tool_call_blocks(text)
             if calls:
                 finish = "tool_calls"
         return Completion(
-            text=text,
-            reasoning=reasoning,
-            tool_calls=calls,
-            finish_reason=finish,
-            model=self.name,
+            text=text, reasoning=reasoning, tool_calls=calls, finish_reason=finish, model=self.name,
             usage=Usage(prompt_tokens=len(prompt), completion_tokens=len(sequence)),
-            token_ids=sequence,
-            logprobs=logprobs,
-            prompt_token_ids=prompt,
-            latency=time.monotonic() - start,
+            token_ids=sequence, logprobs=sampled.logprobs, sampling_logprobs=sampled.sampling_logprobs,
+            prompt_token_ids=prompt, weights=sampled.weights, latency=time.monotonic() - start,
         )
+
+def _load_model(transformers: Any, path: str, dtype: Any) -> Any:
+    try:
+        kwargs = {_dtype_keyword(transformers): dtype} if dtype is not None else {}
+        return transformers.AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot load a causal LM from {path!r}: {e}") from e
 
 
 def _dtype_keyword(transformers: Any) -> str:
@@ -296,60 +377,3 @@ def _for_template(message: dict[str, Any]) -> dict[str, Any]:
                 pass
         fixed.append({**call, "function": fn})
     return {**message, "tool_calls": fixed}
-
-
-def _parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
-    calls = []
-    for i, block in enumerate(_TOOL_CALL.findall(text)):
-        try:
-            obj = json.loads(block)
-        except ValueError:
-            return text, []
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-            return text, []
-        args = obj.get("arguments", obj.get("parameters", {}))
-        calls.append(ToolCall(id=f"call_{i}", name=obj["name"],
-                              arguments=args if isinstance(args, str) else json.dumps(args)))
-    return _TOOL_CALL.sub("", text).strip(), calls
-
-
-def _make_recorder(torch: Any) -> Any:
-    """A logits processor, first in the chain (before temperature and top-p), that keeps the
-    raw log-softmax row of the last step and reads off the chosen token's log-prob at the next
-    step (whose ``input_ids`` end with it). Memory: one vocabulary row, not one per step."""
-    import transformers  # the optional extra [hf]
-
-    class RawLogprobRecorder(transformers.LogitsProcessor):
-        def __init__(self) -> None:
-            self.values: list[float] = []
-            self._row = None
-
-        def __call__(self, input_ids: Any, scores: Any) -> Any:
-            if self._row is not None:
-                self.values.append(float(self._row[int(input_ids[0, -1])]))
-            self._row = torch.log_softmax(scores[0].float(), dim=-1)
-            return scores
-
-        def finish(self, sequence: list[int]) -> list[float]:
-            if self._row is not None and len(self.values) < len(sequence):
-                self.values.append(float(self._row[int(sequence[-1])]))
-                self._row = None
-            return self.values[: len(sequence)]
-
-    return RawLogprobRecorder()
-
-
-def _make_stop_criterion(transformers: Any, tokenizer: Any, stops: list[str], prompt_len: int) -> Any:
-    """Stop once the generated text contains a stop string (checked on a tail of tokens)."""
-    import torch  # the optional extra [hf]
-
-    window = 2 * max(len(s) for s in stops) + 8
-
-    class StopOnStrings(transformers.StoppingCriteria):
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            tail = input_ids[0, max(prompt_len, input_ids.shape[1] - window):].tolist()
-            text = tokenizer.decode(tail, skip_special_tokens=True)
-            hit = any(s in text for s in stops)
-            return torch.full((input_ids.shape[0],), hit, dtype=torch.bool, device=input_ids.device)
-
-    return StopOnStrings()

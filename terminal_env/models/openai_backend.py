@@ -16,6 +16,14 @@ here instead, so that every attempt, wait and failure is counted on the :class:`
 The API key is the ``api_key`` argument, else the environment variable ``api_key_env``, else
 the placeholder ``"EMPTY"`` that local servers accept. It is never logged, and it is masked out
 of every error message (some servers echo the key they refused).
+
+**Token trajectories** (``token_ids=True``, for RL) need vLLM >= 0.10.2: every request asks for
+the token ids (``return_token_ids``) and the log-probs, and an answer without ids raises
+:class:`ModelConfigError` at once (ids are never silently missing); ids and log-probs that do
+not align are a malformed answer (retried). With a ``chat_tokenizer`` too, the backend is a
+:class:`~terminal_env.protocols.TokenBackend`: :meth:`OpenAIBackend.complete_tokens` sends the
+prompt as token ids to ``/v1/completions`` (the same retries), so the server samples from exactly
+the tokens the trainer will score, and chat templates never re-render the episode.
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from ..protocols import ChatTokenizer
 from .base import (
     Completion,
     ContextOverflowError,
@@ -42,7 +52,8 @@ from .base import (
     SamplingParams,
     ToolCall,
     Usage,
-    split_thinking,
+    parse_tool_call_blocks,
+    split_reasoning,
 )
 
 __all__ = ["OpenAIBackend", "RateLimiter"]
@@ -101,6 +112,19 @@ class OpenAIBackend:
     ``chat_template_kwargs: {"enable_thinking": params.thinking}`` (vLLM and SGLang pass it to
     the chat template: Qwen3-style models then think only when asked); a server that rejects the
     unknown field is asked again without it, and the backend remembers not to send it again.
+
+    ``token_ids=True`` asks vLLM for the ids of every prompt and answer and their log-probs.
+    vLLM's log-probs are by default the raw ones (``--logprobs-mode raw_logprobs``: before
+    temperature, top-p and penalties), so they go to ``Completion.logprobs``; ``sampling_logprobs``
+    stays None because the server does not also give those under the sampling distribution (a
+    server started with a ``processed_*`` mode would make ``logprobs`` wrong: keep the default).
+    ``weights_version`` (the caller's name for the served weights; it may update the attribute
+    when they change) goes on every completion's ``weights``.
+
+    Given a ``chat_tokenizer`` (a :class:`~terminal_env.protocols.ChatTokenizer` of the served
+    model, or the path of its Hugging Face tokenizer) as well, the backend is token-level: :meth:`complete_tokens` works. Without one,
+    ``chat_tokenizer`` is None and :meth:`complete_tokens` (always defined) raises
+    :class:`ConfigError`: a caller tells the two apart by ``backend.chat_tokenizer is not None``.
     """
 
     def __init__(
@@ -119,6 +143,9 @@ class OpenAIBackend:
         send_thinking_flag: bool = True,
         max_backoff: float = MAX_BACKOFF,
         max_retry_after: float = MAX_RETRY_AFTER,
+        token_ids: bool = False,
+        chat_tokenizer: Any = None,
+        weights_version: str | None = None,
     ):
         if not model:
             raise ConfigError("OpenAIBackend needs a model name (the id the server serves)")
@@ -126,6 +153,16 @@ class OpenAIBackend:
             raise ConfigError(f"timeout must be > 0 seconds, not {timeout!r}")
         if max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, not {max_retries!r}")
+        if isinstance(chat_tokenizer, (str, os.PathLike)):  # the served model's directory
+            from .hf_backend import HFChatTokenizer  # here: it needs the optional extra [hf]
+
+            chat_tokenizer = HFChatTokenizer.load(chat_tokenizer)
+        if chat_tokenizer is not None and not token_ids:
+            raise ConfigError("a chat_tokenizer is for token trajectories: pass token_ids=True with it")
+        if chat_tokenizer is not None and not isinstance(chat_tokenizer, ChatTokenizer):
+            raise ConfigError(f"chat_tokenizer must follow terminal_env.protocols.ChatTokenizer "
+                              f"(eos_token_ids, chat_text, encode, decode), not a "
+                              f"{type(chat_tokenizer).__name__}")
         try:
             import openai  # the optional extra [openai]
         except ImportError as e:  # pragma: no cover - depends on the environment
@@ -143,6 +180,9 @@ class OpenAIBackend:
         self.extra_body = dict(extra_body or {})
         self.send_thinking_flag = send_thinking_flag
         self.api_key_env = api_key_env
+        self.token_ids = bool(token_ids)
+        self.chat_tokenizer = chat_tokenizer
+        self.weights_version = weights_version
 
         if api_key:
             key, self._key_source = api_key, "the api_key argument"
@@ -167,31 +207,39 @@ class OpenAIBackend:
 
     # -- request --------------------------------------------------------------------------
 
-    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                 params: SamplingParams) -> tuple[dict[str, Any], dict[str, Any]]:
-        req: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": params.temperature,
-            "max_tokens": params.max_new_tokens,
-        }
-        if tools:
-            req["tools"] = tools
-            req["tool_choice"] = "auto"
+    def _sampling(self, params: SamplingParams) -> dict[str, Any]:
+        req: dict[str, Any] = {"model": self.model, "temperature": params.temperature,
+                               "max_tokens": params.max_new_tokens}
         if params.top_p is not None:
             req["top_p"] = params.top_p
         if params.seed is not None:
             req["seed"] = params.seed
         if params.stop:
             req["stop"] = list(params.stop)
-        if params.logprobs:
+        return req
+
+    def _chat_request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                      params: SamplingParams) -> dict[str, Any]:
+        req = {"messages": messages, **self._sampling(params)}
+        if tools:
+            req["tools"] = tools
+            req["tool_choice"] = "auto"
+        if params.logprobs or self.token_ids:
             req["logprobs"] = True
         extra = dict(self.extra_body)
+        if self.token_ids:
+            extra["return_token_ids"] = True
         if self.send_thinking_flag:
             kwargs = {"enable_thinking": params.thinking}
             kwargs.update(extra.get("chat_template_kwargs") or {})
             extra["chat_template_kwargs"] = kwargs
-        return req, extra
+        req["extra_body"] = extra or None
+        return req
+
+    def _text_request(self, prompt_ids: list[int], params: SamplingParams) -> dict[str, Any]:
+        # no chat template on /v1/completions, so no thinking flag: the prompt already says it
+        return {"prompt": prompt_ids, **self._sampling(params), "logprobs": 1,
+                "extra_body": {**self.extra_body, "return_token_ids": True}}
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -248,34 +296,54 @@ class OpenAIBackend:
                     "max_new_tokens against the server's limits.")
         return ModelConfigError(f"the server refused the request for {where} (HTTP {status}: {text}). {hint}")
 
-    # -- the call -------------------------------------------------------------------------
+    # -- the calls ------------------------------------------------------------------------
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        params: SamplingParams | None = None,
-    ) -> Completion:
+    def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 params: SamplingParams | None = None) -> Completion:
         params = params or SamplingParams()
+        return self._call(self._client.chat.completions.create,
+                          lambda: self._chat_request(messages, tools, params), self._parse)
+
+    def complete_tokens(self, prompt_ids: list[int], *, tools: list[dict[str, Any]] | None = None,
+                        params: SamplingParams | None = None) -> Completion:
+        """Sample a continuation of exactly ``prompt_ids`` (rendered by the caller with ``chat_tokenizer``)
+        from ``/v1/completions``. ``tools`` only says to read ``<tool_call>`` blocks out of the text
+        (the prompt already shows the tools); the sampled ids, their raw log-probs and the prompt ids
+        are on the completion. :class:`ConfigError` when built without a ``chat_tokenizer``."""
+        if self.chat_tokenizer is None:
+            raise ConfigError(
+                f"{self!r} is not token-level: complete_tokens needs OpenAIBackend(..., "
+                f"token_ids=True, chat_tokenizer=<the served model's ChatTokenizer>)")
+        ids = [int(t) for t in prompt_ids]
+        if not ids:
+            raise ConfigError("complete_tokens needs at least one prompt token id")
+        params = params or SamplingParams()
+        return self._call(self._client.completions.create, lambda: self._text_request(ids, params),
+                          lambda response: self._parse_text(response, ids, tools))
+
+    def _call(self, create: Callable[..., Any], build: Callable[[], dict[str, Any]],
+              parse: Callable[[Any], Completion]) -> Completion:
+        """The retry loop of every request: ``create(**build())`` (built again for every attempt),
+        then ``parse`` the answer; the errors are sorted as the module's docstring says."""
         oa = self._openai
         start = time.monotonic()
         attempts = 0
         max_attempts = self.max_retries + 1
         dropped_flag = False
         while True:
-            req, extra = self._request(messages, tools, params)
+            req = build()
             if self._limiter is not None:
                 self._limiter.acquire()
             attempts += 1
             delay: float | None = None
+            weights = self.weights_version  # read per attempt: the caller may update it
             try:
-                response = self._client.chat.completions.create(**req, extra_body=extra or None)
-                completion = self._parse(response)
+                completion = parse(create(**req))
             except oa.APIStatusError as e:
                 status = e.status_code
                 text = self._status_text(e)
-                if (status in (400, 422) and not dropped_flag and "chat_template_kwargs" in extra
+                if (status in (400, 422) and not dropped_flag
+                        and "chat_template_kwargs" in (req.get("extra_body") or {})
                         and _UNKNOWN_THINKING_FIELD.search(text)):
                     log.warning("%s at %s rejects chat_template_kwargs; asking again without it",
                                 self.model, self.base_url)
@@ -303,6 +371,7 @@ class OpenAIBackend:
             else:
                 completion.latency = time.monotonic() - start
                 completion.retries = attempts - 1
+                completion.weights = weights
                 if attempts > 1:
                     log.info("%s at %s answered after %d retries (%.1f s)", self.model,
                              self.base_url, attempts - 1, completion.latency)
@@ -318,13 +387,10 @@ class OpenAIBackend:
                         self.base_url, attempts, max_attempts, last, delay)
             time.sleep(delay)
 
-    # -- response -------------------------------------------------------------------------
+    # -- answers --------------------------------------------------------------------------
 
     def _parse(self, response: Any) -> Completion:
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise _MalformedAnswer(f"no choices in the answer: {str(response)[:300]}")
-        choice = choices[0]
+        choice = _first_choice(response)
         msg = choice.message
         if msg is None:
             raise _MalformedAnswer("the first choice has no message")
@@ -335,7 +401,7 @@ class OpenAIBackend:
             if isinstance(value, str) and value.strip():
                 reasoning_parts.append(value.strip())
                 break
-        text, think = _split_reasoning(text)
+        text, think = split_reasoning(text)
         if think:
             reasoning_parts.append(think)
 
@@ -350,44 +416,75 @@ class OpenAIBackend:
         logprobs = token_ids = None
         lp = getattr(choice, "logprobs", None)
         content = getattr(lp, "content", None) if lp is not None else None
-        if content:
+        if content is not None:
             logprobs = [float(t.logprob) for t in content]
             ids = [_TOKEN_ID.match(t.token or "") for t in content]
-            if all(ids):
+            if content and all(ids):
                 token_ids = [int(m.group(1)) for m in ids]  # type: ignore[union-attr]
         extra_ids = getattr(choice, "token_ids", None)  # vLLM's return_token_ids
-        if token_ids is None and isinstance(extra_ids, list):
-            token_ids = [int(t) for t in extra_ids]
         prompt_ids = getattr(response, "prompt_token_ids", None)
+        if self.token_ids:
+            token_ids, logprobs = self._token_fields(extra_ids, logprobs, prompt_ids)
+        elif token_ids is None and isinstance(extra_ids, list):
+            token_ids = [int(t) for t in extra_ids]
 
-        usage = getattr(response, "usage", None)
         return Completion(
-            text=text,
-            reasoning="\n".join(reasoning_parts) or None,
-            tool_calls=calls,
-            finish_reason=choice.finish_reason,
-            model=getattr(response, "model", None) or self.model,
-            usage=Usage(
-                prompt_tokens=getattr(usage, "prompt_tokens", None),
-                completion_tokens=getattr(usage, "completion_tokens", None),
-            ),
-            token_ids=token_ids,
-            logprobs=logprobs,
-            prompt_token_ids=[int(t) for t in prompt_ids] if isinstance(prompt_ids, list) else None,
-        )
+            text=text, reasoning="\n".join(reasoning_parts) or None, tool_calls=calls,
+            finish_reason=choice.finish_reason, model=getattr(response, "model", None) or self.model,
+            usage=_usage(response), token_ids=token_ids, logprobs=logprobs,
+            prompt_token_ids=[int(t) for t in prompt_ids] if isinstance(prompt_ids, list) else None)
+
+    def _parse_text(self, response: Any, prompt_ids: list[int],
+                    tools: list[dict[str, Any]] | None) -> Completion:
+        choice = _first_choice(response)
+        text, think = split_reasoning(getattr(choice, "text", None) or "")
+        finish, calls = choice.finish_reason, []
+        if tools and "<tool_call>" in text:
+            text, calls = parse_tool_call_blocks(text)
+            finish = "tool_calls" if calls else finish
+        lp = getattr(choice, "logprobs", None)
+        token_ids, logprobs = self._token_fields(getattr(choice, "token_ids", None),
+                                                 getattr(lp, "token_logprobs", None), prompt_ids)
+        echoed = getattr(choice, "prompt_token_ids", None)  # vLLM says what it read
+        if isinstance(echoed, list) and [int(t) for t in echoed] != prompt_ids:
+            raise ModelConfigError(f"model {self.model!r} at {self.base_url} read other prompt ids "
+                                   f"than the {len(prompt_ids)} sent ({len(echoed)} ids): it does not take "
+                                   f"token-id prompts as they are, so it cannot serve token trajectories")
+        return Completion(text=text, reasoning=think, tool_calls=calls, finish_reason=finish,
+                          model=getattr(response, "model", None) or self.model,
+                          usage=_usage(response), token_ids=token_ids, logprobs=logprobs,
+                          prompt_token_ids=list(prompt_ids))
+
+    def _token_fields(self, ids: Any, logprobs: Any, prompt_ids: Any) -> tuple[list[int], list[float]]:
+        """A token trajectory's ids and log-probs, checked: a server that answers without ids cannot
+        serve token trajectories (retrying will not help); misaligned ones are a malformed answer."""
+        missing = [n for n, v in (("token_ids", ids), ("prompt_token_ids", prompt_ids),
+                                  ("logprobs", logprobs if ids else [])) if not isinstance(v, list)]
+        if missing:
+            raise ModelConfigError(
+                f"model {self.model!r} at {self.base_url} answered without {' and '.join(missing)}, "
+                f"which token trajectories (token_ids=True) need: serve the model with a vLLM "
+                f"recent enough to return them when asked with return_token_ids (vLLM >= 0.10.2), "
+                f"or turn token trajectories off (token_ids=False)")
+        logprobs = logprobs or []
+        if len(logprobs) != len(ids) or any(x is None for x in logprobs):
+            raise _MalformedAnswer(f"{len(ids)} token ids but {len(logprobs)} log-probs "
+                                   f"({sum(x is None for x in logprobs)} of them empty)")
+        return [int(t) for t in ids], [float(x) for x in logprobs]
 
 
 class _MalformedAnswer(Exception):
     pass
 
 
-def _split_reasoning(text: str) -> tuple[str, str | None]:
-    """``<think>`` blocks out of the answer; also a lone ``...</think>`` prefix, which is what
-    Qwen3-style templates produce when the prompt already opened the ``<think>`` block."""
-    text, think = split_thinking(text)
-    if "</think>" in text and "<think>" not in text:
-        head, _, tail = text.partition("</think>")
-        extra = head.strip()
-        think = "\n".join(t for t in (think, extra) if t) or None
-        text = tail.lstrip()
-    return text, think
+def _first_choice(response: Any) -> Any:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise _MalformedAnswer(f"no choices in the answer: {str(response)[:300]}")
+    return choices[0]
+
+
+def _usage(response: Any) -> Usage:
+    usage = getattr(response, "usage", None)
+    return Usage(prompt_tokens=getattr(usage, "prompt_tokens", None),
+                 completion_tokens=getattr(usage, "completion_tokens", None))

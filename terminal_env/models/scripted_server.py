@@ -1,8 +1,8 @@
 """A real OpenAI-compatible HTTP server whose answers follow a script, for tests and demos.
 
-It speaks enough of the chat-completions API for the official ``openai`` client, vLLM-style
-clients and ``curl``: ``POST /v1/chat/completions`` and ``GET /v1/models``. It binds to
-127.0.0.1 on a free port and serves from a background thread, so a harness can be tested end
+It speaks enough of the OpenAI API for the official ``openai`` client, vLLM-style clients and
+``curl``: ``POST /v1/chat/completions``, ``POST /v1/completions`` and ``GET /v1/models``. It binds
+to 127.0.0.1 on a free port and serves from a background thread, so a harness can be tested end
 to end (HTTP, retries, timeouts, tool calls) without a model::
 
     with ScriptedServer(["ls -la", {"tool_calls": [{"name": "run", "arguments": {"cmd": "ls"}}]},
@@ -30,6 +30,21 @@ Items:
 When the script runs out the server answers HTTP 500 with an error saying so, so a test that
 asks more than it scripted fails loudly instead of passing on a made-up answer.
 
+**Text completions** (``/v1/completions``, ``prompt`` a string or a list of token ids; list and
+callable scripts) answer an item as the raw text a model writes: ``<think>`` block, content,
+then one Hermes-style ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` per tool call.
+
+**Token ids, as vLLM >= 0.10.2 gives them** (``token_ids=True``; off, the server answers without
+ids, like a server that cannot). The fake tokenizer (:func:`fake_token_ids`) has one id per UTF-8
+byte (0-255) and the special end-of-turn token ``<|eot|>``, id :data:`EOT_ID` (256). A chat prompt
+is rendered by :func:`render_chat`; an answer is its raw text (as above) plus ``EOT_ID`` unless
+``finish_reason`` is ``"length"`` (the text leaves it out, as vLLM's does). Asked
+``return_token_ids``, chat answers carry ``prompt_token_ids`` and ``choices[0].token_ids``, text
+completions ``choices[0].token_ids`` and ``choices[0].prompt_token_ids``; asked ``logprobs``, the
+k-th answer token has the log-prob ``-0.05 - 0.1 * (k % 7)`` (chat: ``logprobs.content``; text:
+``logprobs.tokens`` and ``token_logprobs``). Usage then counts these tokens. ``max_tokens`` is not
+enforced: script ``finish_reason: "length"`` for a cut-off answer.
+
 Standard library only: this module ships in the package for users testing their harnesses.
 """
 
@@ -46,7 +61,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["Disconnect", "Fail", "RequestRecord", "ScriptedServer", "Stall"]
+__all__ = ["EOT_ID", "EOT_TEXT", "Disconnect", "Fail", "RequestRecord", "ScriptedServer", "Stall",
+           "fake_token_ids", "render_chat"]
+
+#: the fake tokenizer's end-of-turn token and its id (the other ids are the bytes of the text)
+EOT_TEXT, EOT_ID = "<|eot|>", 256
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,48 @@ def _message_text(message: dict) -> str:
     return " ".join(parts)
 
 
+def render_chat(messages: list[dict]) -> str:
+    r"""The fake chat template: ``<|ROLE|>TEXT<|eot|>\n`` per message, then ``<|assistant|>``.
+
+    >>> render_chat([{"role": "user", "content": "hi"}])
+    '<|user|>hi<|eot|>\n<|assistant|>'
+    """
+    return "".join(f"<|{m.get('role')}|>{_message_text(m).strip()}{EOT_TEXT}\n"
+                   for m in messages) + "<|assistant|>"
+
+
+def fake_token_ids(text: str) -> list[int]:
+    """The fake tokenizer: one id per UTF-8 byte, and ``EOT_ID`` for each ``<|eot|>``.
+
+    >>> fake_token_ids("hé<|eot|>")
+    [104, 195, 169, 256]
+    """
+    parts = text.split(EOT_TEXT)
+    return [i for k, part in enumerate(parts) for i in [EOT_ID] * (k > 0) + list(part.encode())]
+
+
+def _raw_text(item: dict) -> str:
+    """What a model writes for an item, before a server parses out reasoning and tool calls."""
+    think = item.get("reasoning_content") or item.get("reasoning")
+    text = (f"<think>\n{think}\n</think>\n\n" if think else "") + (item.get("content") or "")
+    for call in item.get("tool_calls") or ():
+        text += "\n<tool_call>\n" + json.dumps({"name": call["name"],
+                                                "arguments": call.get("arguments", {})}) + "\n</tool_call>"
+    return text
+
+
+def _tokens(text: str, as_bytes: bool, eot: bool) -> list[tuple[int, str]]:
+    """(id, token text) pairs: bytes plus the end-of-turn id, or (no ids asked) word pieces."""
+    if not as_bytes:
+        return [(zlib.crc32(p.encode()) % 50_000, p) for p in _PIECE.findall(text.strip())]
+    ids = fake_token_ids(text) + [EOT_ID] * eot
+    return [(i, EOT_TEXT if i == EOT_ID else chr(i) if 32 <= i < 127 else f"<0x{i:02X}>") for i in ids]
+
+
+def _logprob(k: int) -> float:
+    return -0.05 - 0.1 * (k % 7)
+
+
 def _first_user(body: dict) -> str:
     for m in body.get("messages") or ():
         if isinstance(m, dict) and m.get("role") == "user":
@@ -120,14 +181,17 @@ def _first_user(body: dict) -> str:
 
 class ScriptedServer:
     """Serve ``script`` on ``http://127.0.0.1:PORT/v1``; use as a context manager or call
-    :meth:`close`. ``model`` is the id reported by ``/v1/models`` and in completions."""
+    :meth:`close`. ``model`` is the id reported by ``/v1/models`` and in completions;
+    ``token_ids`` makes it answer token ids as vLLM does (the module's docstring)."""
 
-    def __init__(self, script: Script, *, model: str = "scripted", per_conversation: bool = False):
+    def __init__(self, script: Script, *, model: str = "scripted", per_conversation: bool = False,
+                 token_ids: bool = False):
         if not (isinstance(script, (list, tuple, dict)) or callable(script)):
             raise TypeError("script must be a list of items, a dict of lists, or a callable")
         self.model = model
         self._script = list(script) if isinstance(script, tuple) else script
         self._per_conversation = per_conversation
+        self.token_ids = token_ids
         self._lock = threading.Lock()
         self._cursors: dict[str, int] = {}
         self._log: list[RequestRecord] = []
@@ -150,7 +214,7 @@ class ScriptedServer:
 
     @property
     def requests(self) -> list[Any]:
-        """The JSON bodies of the chat-completion requests received so far (a copy)."""
+        """The JSON bodies of the POST requests (chat and text completions) so far (a copy)."""
         with self._lock:
             return [r.body for r in self._log if r.method == "POST"]
 
@@ -234,42 +298,55 @@ class ScriptedServer:
         for key in ("reasoning_content", "reasoning"):
             if key in item:
                 message[key] = item[key]
-        text = content or ""
-        out_text = " ".join([text] + [c["function"]["name"] + " " + c["function"]["arguments"]
-                                      for c in calls])
-        prompt_tokens = sum(_words(_message_text(m)) for m in body.get("messages") or ()
-                            if isinstance(m, dict))
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": message,
-            "finish_reason": item.get("finish_reason") or ("tool_calls" if calls else "stop"),
-            "logprobs": None,
-        }
+        finish = item.get("finish_reason") or ("tool_calls" if calls else "stop")
+        messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
+        if self.token_ids:  # everything generated, reasoning and tool calls included
+            tokens = _tokens(_raw_text(item), True, finish != "length")
+            prompt_ids = fake_token_ids(render_chat(messages))
+        else:
+            out_text = " ".join([content or ""] + [c["function"]["name"] + " " + c["function"]["arguments"]
+                                                   for c in calls])
+            tokens, prompt_ids = _tokens(out_text, False, False), []
+        prompt_tokens = len(prompt_ids) or sum(_words(_message_text(m)) for m in messages)
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
         if body.get("logprobs"):
             as_ids = bool(body.get("return_tokens_as_token_ids"))
-            entries = []
-            # over everything generated, tool calls included (a real server generates those too)
-            for k, piece in enumerate(_PIECE.findall(out_text.strip())):
-                tok_id = zlib.crc32(piece.encode()) % 50_000
-                entries.append({
-                    "token": f"token_id:{tok_id}" if as_ids else piece,
-                    "logprob": -0.05 - 0.1 * (k % 7),
-                    "bytes": list(piece.encode()),
-                    "top_logprobs": [],
-                })
-            choice["logprobs"] = {"content": entries}
-        return {
-            "id": f"chatcmpl-scripted-{n}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model") or self.model,
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": _words(out_text),
-                "total_tokens": prompt_tokens + _words(out_text),
-            },
+            choice["logprobs"] = {"content": [
+                {"token": f"token_id:{i}" if as_ids else t, "logprob": _logprob(k),
+                 "bytes": [i] if self.token_ids and i < 256 else list(t.encode()), "top_logprobs": []}
+                for k, (i, t) in enumerate(tokens)]}
+        answer = {
+            "id": f"chatcmpl-scripted-{n}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model") or self.model, "choices": [choice],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(tokens),
+                      "total_tokens": prompt_tokens + len(tokens)},
         }
+        if self.token_ids and body.get("return_token_ids"):
+            answer["prompt_token_ids"] = prompt_ids
+            choice["token_ids"] = [i for i, _ in tokens]
+        return answer
+
+    def _text_completion(self, item: Any, body: dict) -> dict:
+        item = {"content": item} if isinstance(item, str) else item
+        if not isinstance(item, dict):
+            raise TypeError(f"unsupported script item {item!r}")
+        prompt = body["prompt"]
+        prompt_ids = fake_token_ids(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        text, finish = _raw_text(item), item.get("finish_reason") or "stop"
+        tokens = _tokens(text, self.token_ids, finish != "length")
+        choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish, "logprobs": None}
+        if body.get("logprobs") is not None:
+            choice["logprobs"] = {"tokens": [t for _, t in tokens],
+                                  "token_logprobs": [_logprob(k) for k in range(len(tokens))],
+                                  "top_logprobs": [{t: _logprob(k)} for k, (_, t) in enumerate(tokens)]}
+        if self.token_ids and body.get("return_token_ids"):
+            choice["token_ids"] = [i for i, _ in tokens]
+            choice["prompt_token_ids"] = prompt_ids
+        used = len(prompt_ids) if self.token_ids else _words(prompt if isinstance(prompt, str) else "")
+        return {"id": f"cmpl-scripted-{self._next_id()}", "object": "text_completion",
+                "created": int(time.time()), "model": body.get("model") or self.model,
+                "choices": [choice], "usage": {"prompt_tokens": used, "completion_tokens": len(tokens),
+                                               "total_tokens": used + len(tokens)}}
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -355,26 +432,35 @@ class ScriptedServer:
                     return
                 self._record(body)
                 path = self.path.split("?", 1)[0].rstrip("/")
-                if path not in ("/v1/chat/completions", "/chat/completions"):
+                if path in ("/v1/chat/completions", "/chat/completions"):
+                    build = server._completion
+                    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                        self._error(400, "'messages' is required and must be a list")
+                        return
+                elif path in ("/v1/completions", "/completions"):
+                    build = server._text_completion
+                    prompt = body.get("prompt") if isinstance(body, dict) else None
+                    if not (isinstance(prompt, str) or isinstance(prompt, list) and prompt
+                            and all(type(t) is int for t in prompt)):
+                        self._error(400, "'prompt' must be a string or one non-empty list of token ids")
+                        return
+                else:
                     self._error(404, f"no route POST {self.path}")
-                    return
-                if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                    self._error(400, "'messages' is required and must be a list")
                     return
                 try:
                     item = server._next_item(body)
                 except _Exhausted as e:
                     self._error(500, f"ScriptedServer: {e}", kind="script_exhausted")
                     return
-                self._answer(item, body)
+                self._answer(item, body, build)
 
-            def _answer(self, item: Any, body: dict) -> None:
+            def _answer(self, item: Any, body: dict, build: Callable[[Any, dict], dict]) -> None:
                 if isinstance(item, Stall):
                     wait = None if item.seconds == float("inf") else max(0.0, item.seconds)
                     if server._closing.wait(wait):
                         self._drop()
                         return
-                    self._answer(item.then, body)
+                    self._answer(item.then, body, build)
                 elif isinstance(item, Disconnect):
                     self._drop()
                 elif isinstance(item, Fail):
@@ -388,7 +474,7 @@ class ScriptedServer:
                                     headers)
                 else:
                     try:
-                        payload = server._completion(item, body)
+                        payload = build(item, body)
                     except (TypeError, KeyError) as e:
                         self._error(500, f"ScriptedServer: bad script item {item!r}: {e}",
                                     kind="script_error")
