@@ -1,10 +1,12 @@
 """Batched sampling from a causal LM for the transformers backend: one generation thread takes
 every request waiting (up to ``max_batch``) and decodes them together.
 
-* **Prefill** runs each prompt on its own (the causal fast path: a padded batch would make the
-  attention materialise a mask of every row's length squared), continuing from the longest
-  remembered run of tokens it starts with: a token-exact episode's next prompt extends the last
-  one, and episodes of one task share their first prompt, so only the new tokens are run. ``prefix_cache`` sequences are remembered (least recently used first out);
+* **Prefill** continues each prompt from the longest remembered run of tokens it starts with: a
+  token-exact episode's next prompt extends the last one, and episodes of one task share their
+  first prompt, so only the new tokens are run. The new tokens of every row go through one
+  forward pass together (left-padded); a row with more than ``batch_prefill`` (512) new tokens
+  runs them alone first (the causal fast path: padded into the batch they would make the
+  attention materialise a mask of every row's length squared). ``prefix_cache`` sequences are remembered (least recently used first out);
   ``forget()`` drops them when the weights change.
 * **Batches** form from the requests waiting when the thread is free; since the episodes of one
   batch come back together, a few ms apart, the thread waits up to ``batch_wait`` (20 ms) for as
@@ -65,7 +67,7 @@ class BatchSampler:
 
     def __init__(self, torch: Any, model: Any, *, pad_token_id: int, eos_token_ids: list[int],
                  text: Callable[[list[int]], str], max_batch: int = 8, name: str = "model",
-                 prefix_cache: int = 16, batch_wait: float = 0.02):
+                 prefix_cache: int = 16, batch_wait: float = 0.02, batch_prefill: int = 512):
         if max_batch < 1:
             raise ConfigError(f"max_batch must be at least 1, not {max_batch!r}")
         self._torch = torch
@@ -76,6 +78,8 @@ class BatchSampler:
         self.max_batch = int(max_batch)
         self.name = name
         self.weights_version: str | None = None  # set by the backend; stamped on each result
+        #: new prompt tokens up to this many run in the batch's one forward pass; more run alone
+        self.batch_prefill = int(batch_prefill)
         #: at most this long (s) a batch waits for the requests the last batch suggests will come
         self.batch_wait = float(batch_wait) if max_batch > 1 else 0.0
         self._last_batch = 1
@@ -159,20 +163,33 @@ class BatchSampler:
                 left.future.set_exception(ConfigError(f"the backend {self.name!r} is closed"))
 
     def _decode(self, batch: list[SampleRequest]) -> list[Sampled]:
-        """Sample every request of the batch: each prompt is prefilled on its own (from the
-        longest cached prefix of it), then one forward pass per step serves every row."""
+        """Sample every request of the batch: one forward pass runs the new tokens of every
+        prompt (after the longest remembered prefix of each), then one forward pass per step
+        serves every row still going."""
         torch = self._torch
         device = self.model.device
         version = self.weights_version
         with torch.inference_mode():
-            rows = [self._prefill(r.prompt) for r in batch]
-            n, width = len(batch), max(len(r.prompt) for r in batch)
-            cache = self._stacked(rows, width)
-            mask = torch.zeros((n, width), dtype=torch.long, device=device)
-            for i, r in enumerate(batch):  # left padding: every row's last prompt token is aligned
-                mask[i, width - len(r.prompt):] = 1
+            starts = [self._start(r.prompt) for r in batch]
+            n = len(batch)
+            width = max(done for done, _ in starts)
+            q = max(len(r.prompt) - done for r, (done, _) in zip(batch, starts))
+            cache = self._stacked([layers for _, layers in starts], width) if width else None
+            mask = torch.zeros((n, width + q), dtype=torch.long, device=device)
+            ids = torch.full((n, q), self.pad_token_id, dtype=torch.long, device=device)
+            positions = torch.zeros((n, q), dtype=torch.long, device=device)
+            for i, (r, (done, _)) in enumerate(zip(batch, starts)):
+                new = r.prompt[done:]  # left padding: every row's last prompt token is aligned
+                mask[i, width - done:width] = 1
+                mask[i, width + q - len(new):] = 1
+                ids[i, q - len(new):] = torch.tensor(new, dtype=torch.long, device=device)
+                positions[i, q - len(new):] = torch.arange(done, len(r.prompt), device=device)
+                self.stats["prefill_tokens"] += len(new)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                             **{self._cache_arg: cache})
+            cache = getattr(out, self._cache_arg)
+            logits = out.logits[:, -1, :].float()
             positions = torch.tensor([[len(r.prompt)] for r in batch], dtype=torch.long, device=device)
-            logits = torch.stack([logit for _, logit in rows])
             generators = [torch.Generator(device=device).manual_seed(r.seed) for r in batch]
             eos = set(self.eos_token_ids)
             tokens: list[list[int]] = [[] for _ in batch]
@@ -239,33 +256,38 @@ class BatchSampler:
 
     # -- the KV cache: prefill, stacking, and the prefix cache ---------------------------------
 
-    def _prefill(self, prompt: list[int]) -> tuple[list[tuple[Any, Any]], Any]:
-        """One prompt through the model alone (the causal fast path, no padding), continuing
-        from the longest remembered prefix of it. Returns its per-layer (keys, values), each
-        ``[kv_heads, len(prompt), head_dim]``, and the logits after its last token."""
+    def _start(self, prompt: list[int]) -> tuple[int, list[tuple[Any, Any]] | None]:
+        """Where the batch's forward pass starts for ``prompt``: the keys and values of its
+        longest remembered prefix (each ``[kv_heads, done, head_dim]``) and how many tokens they
+        cover. More than ``batch_prefill`` new tokens (a first prompt, a trimmed context) are run
+        alone first, all but the last (the causal fast path: padded into the batch they would
+        make the attention materialise a mask of every row's length squared)."""
         torch = self._torch
         device = self.model.device
-        done, cache = 0, None
-        hit = self._lookup(prompt)
-        if hit is not None:
-            done, layers = hit
-            cache = self._new_cache([(k[None], v[None]) for k, v in layers])
-        rest = torch.tensor([prompt[done:]], dtype=torch.long, device=device)
-        positions = torch.arange(done, len(prompt), device=device)[None]
-        out = self.model(input_ids=rest, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
-        layers = [(k[0], v[0]) for k, v in _layers(getattr(out, self._cache_arg))]
-        self.stats["prefill_tokens"] += len(prompt) - done
+        done, layers = self._lookup(prompt) or (0, None)
         self.stats["reused_tokens"] += done
-        return layers, out.logits[0, -1, :].float()
+        if len(prompt) - done <= max(self.batch_prefill, 1):  # one new token always goes in the batch
+            return done, layers
+        cache = self._new_cache([(k[None], v[None]) for k, v in layers]) if layers is not None else None
+        rest = torch.tensor([prompt[done:-1]], dtype=torch.long, device=device)
+        positions = torch.arange(done, len(prompt) - 1, device=device)[None]
+        out = self.model(input_ids=rest, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
+        self.stats["prefill_tokens"] += len(prompt) - 1 - done
+        return len(prompt) - 1, [(k[0], v[0]) for k, v in _layers(getattr(out, self._cache_arg))]
 
-    def _stacked(self, rows: list[tuple[list[tuple[Any, Any]], Any]], width: int) -> Any:
-        """One cache for the batch: every row's keys and values left-padded to ``width``."""
+    def _stacked(self, rows: list[list[tuple[Any, Any]] | None], width: int) -> Any:
+        """One cache for the batch: every row's keys and values left-padded to ``width`` (a row
+        with none is all padding)."""
         torch = self._torch
+        shaped = next(layers for layers in rows if layers is not None)
         stacked = []
-        for layer in range(len(rows[0][0])):
+        for layer in range(len(shaped)):
             keys, values = [], []
-            for kv, _ in rows:
-                k, v = kv[layer]
+            for layers in rows:
+                if layers is None:
+                    k = v = shaped[layer][0].new_zeros((shaped[layer][0].shape[0], 0, shaped[layer][0].shape[2]))
+                else:
+                    k, v = layers[layer]
                 pad = width - k.shape[1]
                 keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)))
                 values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)))
