@@ -150,3 +150,45 @@ class OutputBuffer:
             return self.head + bytes(self._tail)
         marker = f"\n[... {self.dropped} bytes of output not kept ...]\n".encode()
         return self.head + marker + bytes(self._tail)
+
+
+@dataclass(frozen=True)
+class SentinelMatch:
+    """Where a :class:`Sentinel` was found, read like a ``re.Match``."""
+
+    begin: int
+    match: re.Match[bytes]
+
+    def start(self) -> int:
+        return self.begin
+
+    def end(self) -> int:
+        return self.match.end()
+
+    def group(self, n: int) -> bytes:
+        return self.match.group(n)
+
+
+@dataclass(frozen=True)
+class Sentinel:
+    """A marker made of a per-session ``prefix`` (it holds a random nonce) and a ``tail`` pattern
+    shared by every session. Compiling one pattern per nonce would fill the ``re`` module's own
+    cache (512 entries) with patterns used by one session each, evicting everyone else's.
+
+    >>> s = Sentinel(b"<TE1a:", re.compile(rb"(\\d+)>"))
+    >>> m = s.search(b"out <TE1a:x> <TE2b:5> <TE1a:7> more")
+    >>> m.start(), m.group(1), m.end()
+    (22, b'7', 30)
+    """
+
+    prefix: bytes
+    tail: re.Pattern[bytes]
+
+    def search(self, data: bytes) -> SentinelMatch | None:
+        at = data.find(self.prefix)
+        while at >= 0:
+            m = self.tail.match(data, at + len(self.prefix))
+            if m is not None:
+                return SentinelMatch(at, m)
+            at = data.find(self.prefix, at + 1)
+        return None

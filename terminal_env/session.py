@@ -38,10 +38,13 @@ import pexpect
 from pexpect import fdpexpect
 
 from .errors import SandboxGoneError, SessionError
-from .output import OutputBuffer, clean_text, truncate_middle
+from .output import OutputBuffer, Sentinel, SentinelMatch, clean_text, truncate_middle
 from .sandbox import Sandbox
 from .sandbox.dockerio import ExecSocket
 from .screen import Screen
+
+#: what follows a session's sentinel prefix (its nonce): exit code, shell pid, working directory
+_MARKER_TAIL = re.compile(rb"(\d+):(\d+):([^\x1f]{0,4096})\x1f\r?\n")
 
 # Typed directly: single line commands up to this size. Longer ones go through a file.
 _TYPE_LIMIT = 1024
@@ -122,10 +125,10 @@ class ShellSession:
         self._sock: ExecSocket | None = None
         self._exec_id: str | None = None
         #: marker of the container's main process when the attached first shell exits
-        self._death: re.Pattern[bytes] | None = None
+        self._death: Sentinel | None = None
         self._death_code: int | None = None
         self._nonce = ""
-        self._marker: re.Pattern[bytes] | None = None
+        self._marker: Sentinel | None = None
         self._pending = b""
         self._cmd_n = 0
         self._screen = None
@@ -136,9 +139,7 @@ class ShellSession:
         cfg = self.config
         api = self.sandbox.client.api
         self._nonce = secrets.token_hex(8)
-        self._marker = re.compile(
-            rb"\x1eTE" + self._nonce.encode() + rb":(\d+):(\d+):([^\x1f]{0,4096})\x1f\r?\n"
-        )
+        self._marker = Sentinel(b"\x1eTE" + self._nonce.encode() + b":", _MARKER_TAIL)
         env = {"TERM": "xterm-256color", "PAGER": "cat", "GIT_PAGER": "cat", "LANG": "C.UTF-8"}
         env.update(cfg.env)
         self._death, self._death_code, self._exec_id = None, None, None
@@ -257,7 +258,7 @@ class ShellSession:
         quiet: float | None = None,
         first_quiet: float | None = None,
         cap: float = float("inf"),
-    ) -> re.Match[bytes] | None:
+    ) -> SentinelMatch | None:
         """Read into ``buf`` until the sentinel (returned), the deadline, ``cap`` bytes in
         ``buf``, or ``quiet`` seconds without output (these return None). Raises _ShellDied on
         EOF."""

@@ -663,3 +663,12 @@ def test_a_vllm_like_server_plays_a_token_exact_episode(base_image):
     assert "<think>so</think>" in TOK.decode(segment.token_ids)  # kept, though the text dropped it
     last = segment.turns[2]  # its new prompt tokens: the close of turn 1, the observation, the prompt
     assert TOK.decode(segment.token_ids[last.prompt_start:last.start]) == "\n<|user|>two<|eot|>\n<|assistant|>"
+
+
+def test_the_scripted_server_keeps_a_bounded_log():
+    with ScriptedServer([f"reply {i}" for i in range(5)], keep=3) as server:
+        b = backend(server)
+        texts = [b.complete([{"role": "user", "content": f"q{i}"}]).text for i in range(5)]
+        kept = [r["messages"][-1]["content"] for r in server.requests]
+    assert texts == [f"reply {i}" for i in range(5)]
+    assert kept == ["q2", "q3", "q4"]  # the last three, not every request of a long run

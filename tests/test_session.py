@@ -214,3 +214,22 @@ def test_a_shell_whose_prompt_protocol_the_agent_broke_is_replaced(session, brea
     assert out.timed_out and out.shell_restarted
     assert any("new shell" in n for n in out.notes), out.notes
     assert session.run("echo fine").output == "fine\n"
+
+
+def test_sessions_compile_no_pattern_per_nonce(session, sandbox):
+    """A pattern per session's nonce would fill the re module's cache (512 entries) with patterns
+    used once each, through a long training run; the sentinels share one tail pattern."""
+    import re
+
+    from terminal_env import ShellSession
+
+    second = ShellSession(sandbox).start()
+    try:
+        assert second.run("echo ok").output == "ok\n"
+        nonces = [s._nonce.encode() for s in (session, second)]
+    finally:
+        second.close()
+    cached = [key for cache in (getattr(re, "_cache", {}), getattr(re, "_cache2", {})) for key in cache]
+    assert cached, "the re module's cache was not found: this test needs updating"
+    per_nonce = [k for k in cached if isinstance(k[1], bytes) and any(n in k[1] for n in nonces)]
+    assert per_nonce == []

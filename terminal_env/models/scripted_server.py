@@ -56,6 +56,7 @@ import socket
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -185,7 +186,7 @@ class ScriptedServer:
     ``token_ids`` makes it answer token ids as vLLM does (the module's docstring)."""
 
     def __init__(self, script: Script, *, model: str = "scripted", per_conversation: bool = False,
-                 token_ids: bool = False):
+                 token_ids: bool = False, keep: int = 10_000):
         if not (isinstance(script, (list, tuple, dict)) or callable(script)):
             raise TypeError("script must be a list of items, a dict of lists, or a callable")
         self.model = model
@@ -194,7 +195,8 @@ class ScriptedServer:
         self.token_ids = token_ids
         self._lock = threading.Lock()
         self._cursors: dict[str, int] = {}
-        self._log: list[RequestRecord] = []
+        #: the last ``keep`` requests (a server that runs for hours must not keep every one)
+        self._log: deque[RequestRecord] = deque(maxlen=keep)
         self._closing = threading.Event()
         self._connections: set[socket.socket] = set()
         self._counter = 0
@@ -214,13 +216,14 @@ class ScriptedServer:
 
     @property
     def requests(self) -> list[Any]:
-        """The JSON bodies of the POST requests (chat and text completions) so far (a copy)."""
+        """The JSON bodies of the POST requests (chat and text completions) so far, the last
+        ``keep`` of them (a copy)."""
         with self._lock:
             return [r.body for r in self._log if r.method == "POST"]
 
     @property
     def log(self) -> list[RequestRecord]:
-        """Every request received (time, method, path, headers, body), a copy."""
+        """Every request received (time, method, path, headers, body), the last ``keep``, a copy."""
         with self._lock:
             return list(self._log)
 

@@ -33,13 +33,16 @@ from ..errors import (
     SandboxError,
     SandboxGoneError,
 )
-from ..output import OutputBuffer
+from ..output import OutputBuffer, Sentinel
 from . import cleanup
 from .cgroups import cgroup_files
 from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
 from .dockerio import AttachSocket, ExecSocket
 from .engine import get_client, require_runtimes
+
+#: what follows the first shell's death marker prefix (its token): the shell's exit status
+_DEATH_TAIL = re.compile(rb"(\d+)\x1f")
 
 #: environment variable that sets the default of ``first_shell`` (``auto``, ``exec``, ``attach``)
 FIRST_SHELL_ENV = "TERMINAL_ENV_FIRST_SHELL"
@@ -106,8 +109,8 @@ class FirstShell:
     """
 
     sock: AttachSocket
-    #: regex of the marker the container's main process prints when the first shell exits
-    death: re.Pattern[bytes]
+    #: the marker the container's main process prints when the first shell exits
+    death: Sentinel
     shell: str = "bash"
 
 
@@ -314,7 +317,7 @@ class Sandbox:
                 self.remove()
                 raise SandboxError(f"could not attach to a container from {cfg.image!r}: {exc}") from None
             self._first_shell = FirstShell(
-                sock, re.compile(rb"\x1eTX" + token.encode() + rb":(\d+)\x1f")
+                sock, Sentinel(b"\x1eTX" + token.encode() + b":", _DEATH_TAIL)
             )
         t1 = time.perf_counter()
         try:
