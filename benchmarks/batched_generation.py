@@ -9,7 +9,7 @@ a real TerminalEnv on this host's Docker engine, ``--turns`` model turns of up t
 tiny CPU model of the tests (tests/tiny_lm.py: 2 layers, hidden size 32). Two backends on the
 same weights, in the same run, alternating:
 
-* ``serial``: ``max_batch=1, prefix_cache=0``: one request at a time, each prompt run in full,
+* ``serial``: ``max_batch=1, prefix_cache_tokens=0``: one request at a time, each prompt run in full,
   as the backend worked before (the baseline);
 * ``serial_prefix``: ``max_batch=1`` with the prefix cache (each turn runs only its new tokens);
 * ``batched``: ``max_batch=--episodes`` with the prefix cache: every waiting request shares each
@@ -89,7 +89,7 @@ def main() -> int:
     tokenizer = make_tokenizer()
     model = make_model(tokenizer, context=16384)
     params = SamplingParams(max_new_tokens=args.new_tokens, temperature=0.8)
-    modes = {"serial": {"max_batch": 1, "prefix_cache": 0}, "serial_prefix": {"max_batch": 1},
+    modes = {"serial": {"max_batch": 1, "prefix_cache_tokens": 0}, "serial_prefix": {"max_batch": 1},
              "batched": {"max_batch": args.episodes}}
     results: dict[str, list[dict]] = {mode: [] for mode in modes}
     counters: dict[str, dict] = {}

@@ -33,6 +33,15 @@ shim processes; this run's live containers) with the growth over the soak and a 
 slope, and the containers of this process still present at the end (label
 ``terminal-env.managed=1`` and ``terminal-env.owner-pid`` = this process).
 
+Memory is also traced (``--trace-frames``, 8 by default; 0 turns it off): every sample takes a
+tracemalloc snapshot and splits the traced memory by owner, the library's (the most recent frame
+of an allocation in ``terminal_env/``) against the soak's own bookkeeping (in ``benchmarks/``:
+its records of every episode) and other (the interpreter, threading). The JSON gives each
+owner's memory before and after the soak, its slopes, and the sites that grew most in each half.
+``ok`` requires the library's slope over the second half of the soak to stay under
+``--library-slope-bound`` (0.5 MB/min): per-episode state must be released and caches bounded,
+so that a training run can play for hours in one process.
+
 Baseline in the same run (like the other benchmarks): one environment alone plays each agent
 ``--baseline-rounds`` times after one untimed warm-up episode, with the same warm-pool settings,
 so the per-agent latency under concurrency can be compared with the latency of one environment.
@@ -85,6 +94,8 @@ EXPECTED = {"oracle": "passed", "nop": "failed", "timeout": "failed", "stubborn"
 BIG_OUTPUT = "seq 1 1000000"  # 6.9 MB
 BIG_OUTPUT_BYTES = 6_000_000
 FAIL_EVERY = 9  # every 9th model request answers HTTP 500
+#: MB/min: the most the library's own traced memory may grow over the second half of the soak
+LIBRARY_SLOPE_BOUND = 0.5
 
 
 # ---------------------------------------------------------------------------- host probes
@@ -127,9 +138,12 @@ def own_containers(client: Any) -> list[Any]:
 class Sampler(threading.Thread):
     """Samples host memory every ``every`` seconds until stopped."""
 
-    def __init__(self, client: Any, every: float, progress: Any):
+    def __init__(self, client: Any, every: float, progress: Any, trace: bool = False):
         super().__init__(name="soak-sampler", daemon=True)
         self.client, self.every, self.progress = client, every, progress
+        self.trace = trace
+        #: classified tracemalloc snapshots by phase: (MB by owner, bytes by site)
+        self.sites: dict[str, Counter] = {}
         self.samples: list[dict[str, Any]] = []
         self.halt = threading.Event()
         self.t0 = time.monotonic()
@@ -154,6 +168,12 @@ class Sampler(threading.Thread):
             "shims": d["shim_count"], "shims_rss_mb": round(d["shims"] / 1024, 1),
             "own_containers": live, "episodes": self.progress(),
         }
+        if self.trace:
+            import tracemalloc
+
+            owners, sites = classify(tracemalloc.take_snapshot())
+            s.update({f"{k}_mb": v for k, v in owners.items()})
+            self.sites[phase if phase != "soak" else f"soak@{s['t_s']:.0f}"] = sites
         self.samples.append(s)
         return s
 
@@ -161,7 +181,8 @@ class Sampler(threading.Thread):
         while not self.halt.wait(self.every):
             s = self.sample("soak")
             log(f"  t={s['t_s']:.0f}s episodes={s['episodes']} rss={s['rss_mb']} MB fds={s['fds']} "
-                f"threads={s['threads']} dockerd={s['dockerd_rss_mb']} MB containers={s['own_containers']}")
+                f"threads={s['threads']} dockerd={s['dockerd_rss_mb']} MB containers={s['own_containers']}"
+                + (f" library={s['library_mb']} MB bookkeeping={s['bookkeeping_mb']} MB" if self.trace else ""))
 
 
 def fd_kinds() -> dict[str, int]:
@@ -200,6 +221,44 @@ def slope_per_minute(samples: list[dict[str, Any]], key: str) -> float | None:
 
 
 # ---------------------------------------------------------------------------- the model server
+# ---------------------------------------------------------------------------- tracemalloc
+LIBRARY = f"{os.sep}terminal_env{os.sep}"
+BOOKKEEPING = f"{os.sep}benchmarks{os.sep}"
+
+
+def attribute(traceback: Any) -> tuple[str, str]:
+    """Whose allocation a traceback is: the most recent frame in terminal_env/ makes it the
+    library's, in benchmarks/ the soak's own bookkeeping (whichever comes first, walking from
+    the allocation outwards); anything else (threading, the interpreter) is "other". Returns
+    (owner, site) with the site as file:line of that frame."""
+    for frame in reversed(traceback):  # oldest first in the traceback: walk from the newest
+        name = frame.filename
+        if LIBRARY in name:
+            return "library", f"{name.split(LIBRARY, 1)[1]}:{frame.lineno}"
+        if BOOKKEEPING in name:
+            return "bookkeeping", f"benchmarks/{name.split(BOOKKEEPING, 1)[1]}:{frame.lineno}"
+    top = traceback[-1] if len(traceback) else None
+    return "other", f"{top.filename}:{top.lineno}" if top else "?"
+
+
+def classify(snapshot: Any) -> tuple[dict[str, float], Counter]:
+    """Traced memory by owner (MB) and by site (bytes) in one snapshot (grouped by traceback
+    first, so that each distinct traceback is attributed once)."""
+    owners: Counter = Counter()
+    sites: Counter = Counter()
+    for stat in snapshot.statistics("traceback"):
+        owner, site = attribute(stat.traceback)
+        owners[owner] += stat.size
+        sites[f"{owner}: {site}"] += stat.size
+    return {k: round(owners[k] / 2**20, 2) for k in ("library", "bookkeeping", "other")}, sites
+
+
+def top_growth(before: Counter, after: Counter, n: int = 12) -> list[dict[str, Any]]:
+    """The sites whose traced memory grew most between two classified snapshots."""
+    grown = Counter({site: after[site] - before.get(site, 0) for site in after})
+    return [{"site": site, "growth_kb": round(b / 1024, 1)} for site, b in grown.most_common(n) if b > 0]
+
+
 def solve_script() -> str:
     return (TASK / "solution" / "solve.sh").read_text()
 
@@ -432,6 +491,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-rounds", type=int, default=2,
                     help="rounds of the agent mix played by one environment alone first (0: none)")
     ap.add_argument("--run-tag", default="soak", help="prefix of the run label of this soak's containers")
+    ap.add_argument("--trace-frames", type=int, default=8,
+                    help="tracemalloc frames per allocation, to tell the library's memory from the soak's "
+                         "own (0: off; on, episodes run slower)")
+    ap.add_argument("--library-slope-bound", type=float, default=LIBRARY_SLOPE_BOUND,
+                    help="MB/min: the most the library's traced memory may grow in the soak's second half")
     args = ap.parse_args(argv)
     if args.envs < 1 or args.minutes <= 0:
         ap.error("--envs must be >= 1 and --minutes > 0")
@@ -448,6 +512,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
+    if args.trace_frames:
+        import tracemalloc
+
+        tracemalloc.start(args.trace_frames)
     t_start = time.time()
     rss_at_start = _status_kb("self", "VmRSS")
     run_id = f"{args.run_tag}-{os.getpid()}-{int(t_start)}"
@@ -457,7 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     TerminalEnv(task, client=client, run_id=run_id).close()  # build the image outside the timing
     model = ModelServer()
     phases: dict[str, Phase] = {}
-    sampler = Sampler(client, args.sample_every, lambda: phases["soak"].count() if "soak" in phases else 0)
+    sampler = Sampler(client, args.sample_every, lambda: phases["soak"].count() if "soak" in phases else 0,
+                      trace=bool(args.trace_frames))
     pools: list[WarmPool] = []
     result: dict[str, Any] = {
         "benchmark": "soak", "task": str(TASK.relative_to(ROOT)), "agents": AGENTS,
@@ -571,6 +640,28 @@ def main(argv: list[str] | None = None) -> int:
         "note": "RSS from /proc/PID/status; slope: least squares over the samples of the soak phase",
         "samples": samples,
     }
+    library_slope = None
+    if args.trace_frames:
+        keys = ("library_mb", "bookkeeping_mb", "other_mb")
+        second = soak_samples[len(soak_samples) // 2:]
+        library_slope = slope_per_minute(second, "library_mb")
+        soak_keys = [k for k in sampler.sites if k.startswith("soak@")]
+        middle = soak_keys[len(soak_keys) // 2] if soak_keys else None
+        at = {k: sampler.sites.get(k) for k in ("before-soak", "after-soak")}
+        memory["tracemalloc"] = {
+            "frames": args.trace_frames,
+            "before_soak": {k: before.get(k) for k in keys}, "after_soak": {k: after.get(k) for k in keys},
+            "slope_mb_per_min": {k: slope_per_minute(soak_samples, k) for k in keys},
+            "slope_second_half_mb_per_min": {k: slope_per_minute(second, k) for k in keys},
+            "library_slope_bound_mb_per_min": args.library_slope_bound,
+            "top_growth_first_half": top_growth(at["before-soak"], sampler.sites[middle])
+            if at["before-soak"] and middle else [],
+            "top_growth_second_half": top_growth(sampler.sites[middle], at["after-soak"])
+            if at["after-soak"] and middle else [],
+            "note": "traced Python allocations by owner: the most recent frame in terminal_env/ "
+                    "(library) or benchmarks/ (the soak's bookkeeping) decides; RSS also holds "
+                    "the allocator's free lists and native memory that tracemalloc does not see",
+        }
     for key in ("process_rss_mb", "dockerd_rss_mb", "containerd_rss_mb"):
         m = memory[key]
         if m.get("before_soak") is not None and m.get("after_soak") is not None:
@@ -591,14 +682,16 @@ def main(argv: list[str] | None = None) -> int:
         "stuck_threads": stuck,
         "fatal": fatal,
         "errors": errors,
-        "ok": errors == 0 and not leaked_names and not stuck and left_after_sweep == 0,
+        "library_memory_flat": None if library_slope is None else library_slope <= args.library_slope_bound,
+        "ok": errors == 0 and not leaked_names and not stuck and left_after_sweep == 0
+        and (library_slope is None or library_slope <= args.library_slope_bound),
         "wall_s": round(time.time() - t_start, 1),
     })
     text = json.dumps(result, indent=1)
     print(text, flush=True)
     if args.out:
         Path(args.out).write_text(text + "\n")
-    if leaked_names or left_after_sweep or errors or stuck:
+    if not result["ok"]:
         return 1
     return 130 if interrupted.is_set() else 0
 

@@ -14,9 +14,10 @@ split, digest and ``solution/``, for trajectories and the oracle). Building the 
 here and only here (cached by content, with the one :class:`~terminal_env.tasks.build.BuildSettings`);
 no conversion builds.
 
-A prepared task is immutable and can be shared by many environments and threads (the runner
-prepares a task once for all its attempts); each episode gets a verifier of its own from
-:meth:`PreparedTask.verifier`.
+A prepared task is immutable and can be shared by many environments and threads (a vector of
+environments, a trainer's workers); each environment gets a verifier of its own from
+:meth:`PreparedTask.verifier`. The trial driver prepares each trial's task under its executor's
+per-task build lock, so that concurrent trials of one task build it once.
 """
 
 from __future__ import annotations

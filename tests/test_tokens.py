@@ -241,3 +241,21 @@ def test_a_version_1_trajectory_file_still_loads(tmp_path):
 
     with pytest.raises(ConfigError, match="reads versions 1, 2"):
         Trajectory.load(tmp_path / "v3.json")
+
+
+def test_the_prefix_cache_reuses_an_extended_prompt_and_keeps_its_token_budget(model, tokenizer):
+    backend = TransformersBackend(model, tokenizer, name="tiny", prefix_cache_tokens=300)
+    try:
+        params = SamplingParams(max_new_tokens=8, seed=1, temperature=1.0)
+        prompt = backend.prompt_ids(SENT)
+        first = backend.complete_tokens(prompt, params=params)
+        longer = prompt + first.token_ids + backend.chat_tokenizer.encode("\nnext turn")
+        before = backend.stats()["reused_tokens"]
+        again = backend.complete_tokens(longer, params=params)
+        assert backend.stats()["reused_tokens"] - before == len(prompt) + len(first.token_ids) - 1
+        kept = [ids for ids, _ in backend._sampler._prefixes.values()]
+        assert len(kept) == 1 and kept[0] == longer + again.token_ids[:-1]  # the older turn was dropped
+        backend.complete_tokens(backend.chat_tokenizer.encode("x" * 400), params=params)  # over budget
+        assert sum(len(ids) for ids, _ in backend._sampler._prefixes.values()) <= 300
+    finally:
+        backend.close()

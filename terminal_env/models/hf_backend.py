@@ -150,8 +150,8 @@ class TransformersBackend:
     loaded ``PreTrainedModel``; ``tokenizer`` defaults to the one saved with the model.
     ``device`` defaults to ``"cpu"`` for a path and to the model's own device for a loaded
     model; ``dtype`` is a torch dtype or its name (``"bfloat16"``, ``"auto"``...). ``max_batch``
-    bounds how many concurrent requests share a forward pass; ``prefix_cache`` how many
-    sequences' keys and values are kept for the next turn of their episode (0: none); see
+    bounds how many concurrent requests share a forward pass; ``prefix_cache_tokens`` how many
+    tokens' keys and values are kept for the next turns of their episodes (0: none); see
     :mod:`terminal_env.models.hf_sampling`.
 
     Threads may share one backend: their requests meet in the generation thread.
@@ -166,7 +166,7 @@ class TransformersBackend:
         name: str | None = None,
         dtype: Any = None,
         max_batch: int = 8,
-        prefix_cache: int = 16,
+        prefix_cache_tokens: int = 32768,
         weights_version: str | None = None,
     ):
         torch, transformers = _import_hf()
@@ -227,7 +227,7 @@ class TransformersBackend:
         self._swaps = itertools.count(1)
         self._sampler = BatchSampler(torch, model, pad_token_id=self.pad_token_id, eos_token_ids=eos,
                                      text=self.chat_tokenizer.text, max_batch=max_batch, name=self.name,
-                                     prefix_cache=prefix_cache)
+                                     prefix_cache_tokens=prefix_cache_tokens)
         self._sampler.weights_version = self.weights_version
 
     def __repr__(self) -> str:

@@ -6,8 +6,11 @@ every request waiting (up to ``max_batch``) and decodes them together.
   first prompt, so only the new tokens are run. The new tokens of every row go through one
   forward pass together (left-padded); a row with more than ``batch_prefill`` (512) new tokens
   runs them alone first (the causal fast path: padded into the batch they would make the
-  attention materialise a mask of every row's length squared). ``prefix_cache`` sequences are remembered (least recently used first out);
-  ``forget()`` drops them when the weights change.
+  attention materialise a mask of every row's length squared). The keys and values of at most
+  ``prefix_cache_tokens`` tokens are remembered (least recently used out first; a sequence
+  that a newer one extends is dropped for it); ``forget()`` drops them when the weights change.
+  Memory: a token costs ``2 * layers * kv_heads * head_dim`` numbers (about 128 KB for an 8B
+  Llama in bfloat16), so size the budget to the device.
 * **Batches** form from the requests waiting when the thread is free; since the episodes of one
   batch come back together, a few ms apart, the thread waits up to ``batch_wait`` (20 ms) for as
   many requests as the last batch had before it starts (never with ``max_batch=1``).
@@ -67,7 +70,7 @@ class BatchSampler:
 
     def __init__(self, torch: Any, model: Any, *, pad_token_id: int, eos_token_ids: list[int],
                  text: Callable[[list[int]], str], max_batch: int = 8, name: str = "model",
-                 prefix_cache: int = 16, batch_wait: float = 0.02, batch_prefill: int = 512):
+                 prefix_cache_tokens: int = 32768, batch_wait: float = 0.02, batch_prefill: int = 512):
         if max_batch < 1:
             raise ConfigError(f"max_batch must be at least 1, not {max_batch!r}")
         self._torch = torch
@@ -83,8 +86,8 @@ class BatchSampler:
         #: at most this long (s) a batch waits for the requests the last batch suggests will come
         self.batch_wait = float(batch_wait) if max_batch > 1 else 0.0
         self._last_batch = 1
-        #: how many sequences' keys and values are remembered for the next turn of their episode
-        self.prefix_cache = int(prefix_cache)
+        #: how many tokens' keys and values are remembered for the next turns of their episodes
+        self.prefix_cache_tokens = int(prefix_cache_tokens)
         self._prefixes: OrderedDict[int, tuple[list[int], list[tuple[Any, Any]]]] = OrderedDict()
         self._prefix_lock = threading.Lock()
         self._keys = itertools.count()
@@ -320,20 +323,27 @@ class BatchSampler:
 
     def _remember(self, batch: list[SampleRequest], tokens: list[list[int]], cache: Any, mask: Any) -> None:
         """Keep each row's keys and values (its prompt and the tokens fed after it) for the next
-        turn of its episode, whose prompt extends them; the oldest go beyond ``prefix_cache``."""
-        if self.prefix_cache <= 0:
+        turn of its episode, whose prompt extends them, within ``prefix_cache_tokens``."""
+        if self.prefix_cache_tokens <= 0:
             return
         layers = _layers(cache)
         for i, r in enumerate(batch):
             valid = mask[i].bool()
             ids = list(r.prompt) + tokens[i][:-1]
+            if len(ids) > self.prefix_cache_tokens:
+                continue
             kept = [(k[i][:, valid, :], v[i][:, valid, :]) for k, v in layers]
             if kept and kept[0][0].shape[1] != len(ids):  # not the shape expected: keep nothing
                 continue
             with self._prefix_lock:
+                for key, (old, _) in list(self._prefixes.items()):
+                    if _common_prefix(old, ids, len(old)) == len(old):  # the same episode, before
+                        del self._prefixes[key]
                 self._prefixes[next(self._keys)] = (ids, kept)
-                while len(self._prefixes) > self.prefix_cache:
-                    self._prefixes.popitem(last=False)
+                total = sum(len(old) for old, _ in self._prefixes.values())
+                while total > self.prefix_cache_tokens:
+                    _, (old, _) = self._prefixes.popitem(last=False)
+                    total -= len(old)
 
     def forget(self) -> None:
         """Drop every remembered prefix (new weights make them stale)."""
