@@ -132,7 +132,7 @@ def test_imports_inside_functions_are_only_of_the_optional_extras_and_say_so():
                 targets = ([a.name for a in node.names] if isinstance(node, ast.Import)
                            else _targets(name, node, path.name == "__init__.py", known) or [node.module or ""])
                 optional = all(any(t == o or t.startswith(o + ".") for o in OPTIONAL) for t in targets)
-                said = "optional extra" in lines[node.lineno - 1]
+                said = any("optional extra" in line for line in lines[node.lineno - 1:node.end_lineno])
                 found.append((name, node.lineno, targets, optional, said))
     assert len(found) >= 5  # the lazy imports of the extras were really read
     wrong = [(n, line, t) for n, line, t, optional, said in found if not (optional and said)]

@@ -458,7 +458,9 @@ class RayRollouts:
                               f"{self.address}: " + "; ".join(sorted({s.error or '?' for s in self._slots})))
 
     def _spawn(self, index: int, node_id: str, *, soft: bool, restarts: int = 0) -> _Slot:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # the optional extra [ray]
+        from ray.util.scheduling_strategies import (
+            NodeAffinitySchedulingStrategy,  # the optional extra [ray]
+        )
 
         actor = _actor_class(self.concurrency).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=soft),
@@ -580,7 +582,9 @@ class RayRollouts:
                 asyncio.ensure_future(self._ready(new))
 
     async def _remove_orphans(self, slot: _Slot) -> None:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # the optional extra [ray]
+        from ray.util.scheduling_strategies import (
+            NodeAffinitySchedulingStrategy,  # the optional extra [ray]
+        )
 
         info = slot.info
         if info is None:
