@@ -186,7 +186,7 @@ class ScriptedServer:
     ``token_ids`` makes it answer token ids as vLLM does (the module's docstring)."""
 
     def __init__(self, script: Script, *, model: str = "scripted", per_conversation: bool = False,
-                 token_ids: bool = False, keep: int = 10_000):
+                 token_ids: bool = False, keep: int = 1000):
         if not (isinstance(script, (list, tuple, dict)) or callable(script)):
             raise TypeError("script must be a list of items, a dict of lists, or a callable")
         self.model = model
