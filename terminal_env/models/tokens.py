@@ -110,7 +110,6 @@ class TokenRecorder:
         self.thinking = thinking
         self.tokens = EpisodeTokens()
         self._history: list[dict[str, Any]] | None = None  # the segment's messages so far
-        self._last_sampled: list[int] = []
         self._pending: tuple[list[int], SegmentReason | None, int] | None = None
 
     def prompt(self, sent: list[dict[str, Any]]) -> list[int]:
@@ -158,10 +157,9 @@ class TokenRecorder:
         start = len(segment.token_ids)
         segment._append(list(ids), sampled=True, logprobs=list(logprobs),
                         sampling=list(sampling) if sampling is not None else None)
-        segment.turns.append(TurnSpan(turn=turn, prompt_start=prompt_start if reason is None else 0,
+        segment.turns.append(TurnSpan(turn=turn, prompt_start=prompt_start,
                                       start=start, end=len(segment.token_ids), weights=completion.weights))
         self._history = list(sent) + [completion.assistant_message()]
-        self._last_sampled = list(ids)
 
     # -- the extension ---------------------------------------------------------------------
 
@@ -181,8 +179,9 @@ class TokenRecorder:
         marked = history[:-1] + [{"role": "assistant", "content": _MARK}]
         text = self.tok.chat_text(marked, self.tools, add_generation_prompt=False, thinking=self.thinking)
         close = text[text.rindex(_MARK) + len(_MARK):] if _MARK in text else ""
-        last = self._last_sampled[-1] if self._last_sampled else None
-        if last is not None and last in set(self.tok.eos_token_ids):
+        segment = self.tokens.segments[-1]
+        last = segment.token_ids[segment.turns[-1].end - 1]  # the last token the model sampled
+        if last in self.tok.eos_token_ids:
             eos_text = self.tok.decode([last])
             if eos_text and close.startswith(eos_text):
                 close = close[len(eos_text):]
