@@ -49,8 +49,12 @@ def play(backend, episodes: int, rounds: int, turns: int, params: SamplingParams
 
     def worker(i: int) -> None:
         for r in range(rounds):
-            traj = run_agent(envs[i], get_harness("generic"), backend, params=params, max_turns=turns,
-                             seed=1000 * r + i)
+            try:
+                traj = run_agent(envs[i], get_harness("generic"), backend, params=params, max_turns=turns,
+                                 seed=1000 * r + i)
+            except Exception as e:  # noqa: BLE001 - counted as an error of the run
+                errors.append(f"{type(e).__name__}: {e}")
+                continue
             if traj.termination in ("model_error", "infra_error"):
                 errors.append(traj.error or traj.termination)
             done.append(len(traj.turns))
@@ -77,6 +81,8 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--new-tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--hidden", type=int, default=32, help="the model's width (32: the tests' model)")
+    ap.add_argument("--layers", type=int, default=2, help="the model's layers (2: the tests' model)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     import torch  # the optional extra [hf]
@@ -87,7 +93,7 @@ def main() -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     tokenizer = make_tokenizer()
-    model = make_model(tokenizer, context=16384)
+    model = make_model(tokenizer, context=16384, hidden=args.hidden, layers=args.layers)
     params = SamplingParams(max_new_tokens=args.new_tokens, temperature=0.8)
     modes = {"serial": {"max_batch": 1, "prefix_cache_tokens": 0}, "serial_prefix": {"max_batch": 1},
              "batched": {"max_batch": args.episodes}}
@@ -110,11 +116,14 @@ def main() -> int:
     out = {
         "benchmark": "batched_generation",
         "concurrent_episodes": args.episodes, "rounds": args.rounds, "turns": args.turns,
-        "max_new_tokens": args.new_tokens, "model": "tests/tiny_lm.py (2 layers, hidden 32), CPU, 1 thread",
+        "max_new_tokens": args.new_tokens,
+        "model": f"tests/tiny_lm.py ({args.layers} layers, hidden {args.hidden}), CPU, "
+                 f"{torch.get_num_threads()} threads",
+        "parameters": sum(p.numel() for p in model.parameters()),
         "runs": results, "episodes_per_minute": best,
         "speedup": round(speedup, 2) if speedup else None,
         "speedup_over_serial_prefix": round(best["batched"] / best["serial_prefix"], 2),
-        "mean_batch": round(batched["rows"] / batched["batches"], 2) if batched.get("batches") else None,
+        "mean_batch": round(batched["row_steps"] / batched["steps"], 2) if batched.get("steps") else None,
         "last_counters": counters,
         "target_speedup": 3.0, "ok": bool(speedup and speedup >= 3.0
                                           and not any(r["errors"] for rs in results.values() for r in rs)),

@@ -35,9 +35,11 @@ def make_tokenizer(template: str = TEMPLATE) -> transformers.PreTrainedTokenizer
     return fast
 
 
-def make_model(tokenizer, seed: int = 0, context: int = 512) -> transformers.LlamaForCausalLM:
+def make_model(tokenizer, seed: int = 0, context: int = 512, hidden: int = 32,
+               layers: int = 2) -> transformers.LlamaForCausalLM:
+    """The tests' model: 2 layers of width 32 (``hidden``, ``layers``: larger, for benchmarks)."""
     config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=context,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None)

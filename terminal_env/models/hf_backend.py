@@ -17,17 +17,18 @@ log-probs per sampled token:
 A forward pass over ``prompt_token_ids + token_ids`` reproduces both up to float error (tests:
 ``atol=1e-4`` for one episode at a time).
 
-**Batching.** Requests from concurrent episodes are served by one generation thread that takes
-every request waiting (up to ``max_batch``) and decodes them together, step by step, sharing each
-forward pass; a row that finishes stops sampling while the others go on. Each prompt is prefilled
-from the longest remembered prefix of it (the last turn of the same episode), so a token-exact
-episode only runs its new tokens (:mod:`terminal_env.models.hf_sampling`). ``max_batch=1`` is one
-request at a time. Each row samples with a generator of its own
-seeded from ``SamplingParams.seed`` (random when None), so a seeded request gives the same
-tokens whatever else is in its batch, up to float differences of padded batched arithmetic.
+**Batching.** Requests from concurrent episodes are served by one generation thread that decodes
+up to ``max_batch`` of them together, one forward pass per step for all; a request joins the
+running batch at its next step, and a row that finishes leaves at once, so its episode goes on
+while the others decode (continuous batching). Each prompt is prefilled from the longest
+remembered prefix of it (the last turn of the same episode), so a token-exact episode only runs
+its new tokens (:mod:`terminal_env.models.hf_sampling`). ``max_batch=1`` is one request at a
+time. Each row samples with a generator of its own seeded from ``SamplingParams.seed`` (random
+when None), so a seeded request gives the same tokens whatever else is in its batch, up to float
+differences of padded batched arithmetic.
 
 **Weights.** ``load_weights(checkpoint_dir_or_state_dict, version=...)`` swaps the weights
-between requests without rebuilding the backend (it waits for the batch in flight);
+between requests without rebuilding the backend (it waits for the running requests);
 ``weights_version`` names the weights now loaded, and every completion records it (``weights``).
 
 **Text.** ``text`` is the decoding of the sampled tokens without special tokens, minus any
@@ -242,7 +243,8 @@ class TransformersBackend:
         self._sampler.close()
 
     def stats(self) -> dict[str, int]:
-        """Counters of the generation thread: batches and rows decoded, prompt tokens prefilled,
+        """Counters of the generation thread: requests, decoding steps and the rows they served
+        (``row_steps / steps`` is the mean batch), prompt tokens prefilled,
         and prompt tokens whose keys and values were reused from the prefix cache."""
         return dict(self._sampler.stats)
 
@@ -258,8 +260,8 @@ class TransformersBackend:
 
     def load_weights(self, source: Any, *, version: str | None = None) -> str:
         """Swap in new weights: a checkpoint directory (Hugging Face format, as the trainer
-        saves it) or an in-memory state dict of the same architecture. Waits for the batch in
-        flight; the next requests use the new weights. Returns the new ``weights_version``
+        saves it) or an in-memory state dict of the same architecture. Waits for the running
+        requests to finish (none is admitted meanwhile); the next requests use the new weights. Returns the new ``weights_version``
         (``version``, else the directory's name, else ``state-N``)."""
         torch = self._torch
         if isinstance(source, (str, os.PathLike)):
@@ -272,7 +274,7 @@ class TransformersBackend:
         else:
             raise ConfigError(f"load_weights takes a checkpoint directory or a state dict, not "
                               f"{type(source).__name__}")
-        with self._sampler.lock:
+        with self._sampler.exclusive():
             try:
                 with torch.no_grad():
                     self.model.load_state_dict(state, strict=True)

@@ -1,22 +1,27 @@
-"""Batched sampling from a causal LM for the transformers backend: one generation thread takes
-every request waiting (up to ``max_batch``) and decodes them together.
+"""Continuous batching for the transformers backend: one generation thread decodes every
+running request together, one token per step, and a request joins the running batch at its
+next step instead of waiting for the batch to end.
 
-* **Prefill** continues each prompt from the longest remembered run of tokens it starts with: a
+* **Admission.** A new request first runs its prompt alone, all but the last token, continuing
+  from the longest remembered run of tokens it starts with (the prefix cache below): a
   token-exact episode's next prompt extends the last one, and episodes of one task share their
-  first prompt, so only the new tokens are run. The new tokens of every row go through one
-  forward pass together (left-padded); a row with more than ``batch_prefill`` (512) new tokens
-  runs them alone first (the causal fast path: padded into the batch they would make the
-  attention materialise a mask of every row's length squared). The keys and values of at most
-  ``prefix_cache_tokens`` tokens are remembered (least recently used out first; a sequence
-  that a newer one extends is dropped for it); ``forget()`` drops them when the weights change.
-  Memory: a token costs ``2 * layers * kv_heads * head_dim`` numbers (about 128 KB for an 8B
-  Llama in bfloat16), so size the budget to the device.
-* **Batches** form from the requests waiting when the thread is free; since the episodes of one
-  batch come back together, a few ms apart, the thread waits up to ``batch_wait`` (20 ms) for as
-  many requests as the last batch had before it starts (never with ``max_batch=1``).
-* **Decoding** stacks the rows' keys and values (left-padded) into one cache and runs one
-  forward pass per step for every row still going; a row that finishes stops sampling (its
-  positions are masked) while the others go on.
+  first prompt, so only the new tokens run. Alone, a prompt takes the causal fast path (no
+  padding mask). Its keys and values then join the batch's, left-padded to the batch's width, and
+  its last prompt token is fed with the batch's next step.
+* **Steps.** Each step feeds one token per row (a new row's last prompt token, the others'
+  last sampled token) through one forward pass and samples the next token of every row. A row
+  that finishes (end of sequence, a stop string, its token budget) leaves at once: its answer
+  goes back to its caller, whose episode can step its environment while the others decode, and
+  the padding no row needs any more is cut off. The keys and values live in buffers with room to
+  grow, written in place each step (transformers >= 5 caches; older ones copy per step).
+* **Prefix cache.** The keys and values of at most ``prefix_cache_tokens`` tokens are
+  remembered (least recently used out first; a sequence that a newer one extends is dropped for
+  it); ``forget()`` drops them when the weights change. Memory: a token costs
+  ``2 * layers * kv_heads * head_dim`` numbers (about 128 KB for an 8B Llama in bfloat16), so
+  size the budget to the device.
+* **Weights.** :meth:`BatchSampler.exclusive` stops admitting, lets the running rows finish,
+  and holds the model while its caller changes the weights: every answer comes from one version
+  of the weights, which it names.
 
 Each row samples with a ``torch.Generator`` of its own, so a seeded request gives the same
 tokens whatever else is in its batch (up to float differences of batched arithmetic). Per
@@ -32,13 +37,14 @@ import inspect
 import itertools
 import queue
 import threading
-import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
+from .hf_cache import Batch, cache_layers, plain_cache
 
 
 @dataclass
@@ -64,13 +70,33 @@ class Sampled:
     stops: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Row:
+    """A request in the running batch."""
+
+    request: SampleRequest
+    generator: Any
+    weights: str | None
+    length: int  #: its tokens in the batch's keys and values
+    pending: int  #: the token fed with the next step
+    tokens: list[int] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    scaled: list[float] = field(default_factory=list)
+    finish: str | None = None
+
+    def result(self) -> Sampled:
+        r = self.request
+        return Sampled(token_ids=self.tokens, logprobs=self.raw,
+                       sampling_logprobs=self.scaled if r.temperature > 0 else None,
+                       finish=self.finish or "length", weights=self.weights, stops=r.stops)
+
+
 class BatchSampler:
-    """Serves sampling requests for one model (see the module's notes). ``lock`` is held while a
-    batch is decoded: hold it to change the model's weights between batches."""
+    """Serves sampling requests for one model (see the module's notes)."""
 
     def __init__(self, torch: Any, model: Any, *, pad_token_id: int, eos_token_ids: list[int],
                  text: Callable[[list[int]], str], max_batch: int = 8, name: str = "model",
-                 prefix_cache_tokens: int = 32768, batch_wait: float = 0.02, batch_prefill: int = 512):
+                 prefix_cache_tokens: int = 32768):
         if max_batch < 1:
             raise ConfigError(f"max_batch must be at least 1, not {max_batch!r}")
         self._torch = torch
@@ -81,19 +107,18 @@ class BatchSampler:
         self.max_batch = int(max_batch)
         self.name = name
         self.weights_version: str | None = None  # set by the backend; stamped on each result
-        #: new prompt tokens up to this many run in the batch's one forward pass; more run alone
-        self.batch_prefill = int(batch_prefill)
-        #: at most this long (s) a batch waits for the requests the last batch suggests will come
-        self.batch_wait = float(batch_wait) if max_batch > 1 else 0.0
-        self._last_batch = 1
         #: how many tokens' keys and values are remembered for the next turns of their episodes
         self.prefix_cache_tokens = int(prefix_cache_tokens)
         self._prefixes: OrderedDict[int, tuple[list[int], list[tuple[Any, Any]]]] = OrderedDict()
         self._prefix_lock = threading.Lock()
         self._keys = itertools.count()
-        #: tokens run through prefill, and tokens whose keys and values were reused instead
-        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "batches": 0, "rows": 0}
+        #: prompt tokens run and reused from the prefix cache; requests; decoding steps and the
+        #: rows they served (``row_steps / steps`` is the mean batch)
+        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "requests": 0, "steps": 0, "row_steps": 0}
+        #: held by the generation thread while rows run (see ``exclusive``)
         self.lock = threading.Lock()
+        self._exclusive = 0
+        self._turn = threading.Condition()
         self._queue: queue.Queue[SampleRequest | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -107,12 +132,29 @@ class BatchSampler:
         return request.future.result()
 
     def close(self) -> None:
-        """Stop the generation thread (requests still waiting fail)."""
+        """Stop the generation thread: the running rows finish, requests still waiting fail."""
         self._closed = True
         if self._thread is not None:
             self._queue.put(None)
+            with self._turn:
+                self._turn.notify_all()
             self._thread.join(timeout=30)
             self._thread = None
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the model with nothing running on it (to change its weights): no request is
+        admitted from now on, the running rows finish, then the block runs; requests that arrive
+        meanwhile wait and run after it."""
+        with self._turn:
+            self._exclusive += 1
+        try:
+            with self.lock:
+                yield
+        finally:
+            with self._turn:
+                self._exclusive -= 1
+                self._turn.notify_all()
 
     def _submit(self, request: SampleRequest) -> None:
         if self._closed:
@@ -124,186 +166,195 @@ class BatchSampler:
                 self._thread.start()
         self._queue.put(request)
 
+    # -- the generation thread -----------------------------------------------------------------
+
     def _serve(self) -> None:
-        """Take every waiting request (up to max_batch) and decode them together, until closed."""
-        while True:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            # The episodes of the last batch come back together, a few ms apart: wait a little
-            # for as many (never longer than batch_wait), then take whatever else is waiting.
-            expected = min(self.max_batch, self._last_batch)
-            deadline = time.monotonic() + self.batch_wait
-            while len(batch) < self.max_batch:
-                wait = deadline - time.monotonic() if len(batch) < expected else 0.0
+        """Admit waiting requests while there is room, and step the running rows, until closed."""
+        waiting: deque[SampleRequest] = deque()
+        rows: list[_Row] = []
+        batch: Batch | None = None
+        held = closing = False
+        try:
+            while True:
+                if not rows and held:  # nothing runs: the weights may change
+                    self.lock.release()
+                    held = False
+                block = not rows and not waiting and not closing  # nothing to do but wait
+                while True:
+                    try:
+                        item = self._queue.get() if block else self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    block = False
+                    if item is None:
+                        closing = True
+                    else:
+                        waiting.append(item)
+                if closing:
+                    self._fail(waiting)
+                    if not rows:
+                        return
+                with self._turn:
+                    paused = self._exclusive > 0
+                if paused and not rows:  # the weights change now: wait for the holder to finish
+                    with self._turn:
+                        self._turn.wait_for(lambda: self._exclusive == 0 or self._closed, timeout=1.0)
+                    continue
+                if waiting and not paused and len(rows) < self.max_batch:
+                    if not held:
+                        self.lock.acquire()
+                        held = True
+                    room = self.max_batch - len(rows)
+                    batch = self._admit(batch, rows, [waiting.popleft() for _ in range(min(room, len(waiting)))])
+                if rows:
+                    try:
+                        batch = self._step(batch, rows)
+                    except BaseException as e:  # noqa: BLE001 - every running row's caller sees it
+                        for row in rows:
+                            row.request.future.set_exception(e)
+                        rows.clear()
+                        batch = None
+        finally:
+            if held:
+                self.lock.release()
+            self._fail(waiting)
+            while True:  # requests queued after the close
                 try:
-                    more = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+                    left = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if more is None:
-                    self._queue.put(None)  # stop after this batch
-                    break
-                batch.append(more)
-            self._last_batch = len(batch)
-            try:
-                with self.lock:
-                    results = self._decode(batch)
-                    self.stats["batches"] += 1
-                    self.stats["rows"] += len(batch)
-            except BaseException as e:  # noqa: BLE001 - every caller of the batch sees it
-                for r in batch:
-                    r.future.set_exception(e)
-                continue
-            for r, out in zip(batch, results):
-                r.future.set_result(out)
-        while True:  # closed: fail what is still waiting
-            try:
-                left = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if left is not None:
-                left.future.set_exception(ConfigError(f"the backend {self.name!r} is closed"))
+                if left is not None:
+                    self._fail([left])
 
-    def _decode(self, batch: list[SampleRequest]) -> list[Sampled]:
-        """Sample every request of the batch: one forward pass runs the new tokens of every
-        prompt (after the longest remembered prefix of each), then one forward pass per step
-        serves every row still going."""
+    def _fail(self, requests: deque[SampleRequest] | list[SampleRequest]) -> None:
+        for r in requests:
+            if not r.future.done():
+                r.future.set_exception(ConfigError(f"the backend {self.name!r} is closed"))
+        if isinstance(requests, deque):
+            requests.clear()
+
+    def _admit(self, batch: Batch | None, rows: list[_Row], requests: list[SampleRequest]) -> Batch | None:
+        """Run each new prompt alone (all but its last token, after its longest remembered
+        prefix) and join its keys and values to the batch's."""
+        torch = self._torch
+        joined: list[list[tuple[Any, Any]]] = []
+        for r in requests:
+            try:
+                layers, length = self._prefill(r.prompt)
+            except BaseException as e:  # noqa: BLE001 - this request's caller sees it
+                r.future.set_exception(e)
+                continue
+            generator = torch.Generator(device=self.model.device).manual_seed(r.seed)
+            rows.append(_Row(r, generator, self.weights_version, length, r.prompt[-1]))
+            joined.append(layers)
+            self.stats["requests"] += 1
+        if not joined:
+            return batch
+        added = [row.length for row in rows[len(rows) - len(joined):]]
+        if batch is None:
+            return Batch.of(joined, added, self._room(rows))
+        return batch.join([row.length for row in rows[:len(rows) - len(joined)]], joined, added, self._room(rows))
+
+    def _step(self, batch: Batch, rows: list[_Row]) -> Batch | None:
+        """One token for every running row; the rows that finish leave the batch."""
         torch = self._torch
         device = self.model.device
-        version = self.weights_version
         with torch.inference_mode():
-            starts = [self._start(r.prompt) for r in batch]
-            n = len(batch)
-            width = max(done for done, _ in starts)
-            q = max(len(r.prompt) - done for r, (done, _) in zip(batch, starts))
-            cache = self._stacked([layers for _, layers in starts], width) if width else None
-            mask = torch.zeros((n, width + q), dtype=torch.long, device=device)
-            ids = torch.full((n, q), self.pad_token_id, dtype=torch.long, device=device)
-            positions = torch.zeros((n, q), dtype=torch.long, device=device)
-            for i, (r, (done, _)) in enumerate(zip(batch, starts)):
-                new = r.prompt[done:]  # left padding: every row's last prompt token is aligned
-                mask[i, width - done:width] = 1
-                mask[i, width + q - len(new):] = 1
-                ids[i, q - len(new):] = torch.tensor(new, dtype=torch.long, device=device)
-                positions[i, q - len(new):] = torch.arange(done, len(r.prompt), device=device)
-                self.stats["prefill_tokens"] += len(new)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                             **{self._cache_arg: cache})
-            cache = getattr(out, self._cache_arg)
-            logits = out.logits[:, -1, :].float()
-            positions = torch.tensor([[len(r.prompt)] for r in batch], dtype=torch.long, device=device)
-            generators = [torch.Generator(device=device).manual_seed(r.seed) for r in batch]
-            eos = set(self.eos_token_ids)
-            tokens: list[list[int]] = [[] for _ in batch]
-            raw: list[list[float]] = [[] for _ in batch]
-            scaled: list[list[float]] = [[] for _ in batch]
-            finish: list[str | None] = [None] * n
-            for _ in range(max(r.max_new for r in batch)):
-                active = [i for i in range(n) if finish[i] is None]
-                picked = self._pick(logits, active, [batch[i] for i in active], [generators[i] for i in active])
-                nxt, fed = [self.pad_token_id] * n, [0] * n
-                for i, (tok, lp, lq) in zip(active, picked):
-                    r = batch[i]
-                    tokens[i].append(tok)
-                    raw[i].append(lp)
-                    if lq is not None:
-                        scaled[i].append(lq)
-                    if tok in eos:
-                        finish[i] = "stop"
-                    elif r.stops and self._hit_stop(tokens[i], r.stops):
-                        finish[i] = "stop"
-                    elif len(tokens[i]) >= r.max_new:
-                        finish[i] = "length"
-                    nxt[i] = tok
-                    fed[i] = 0 if finish[i] is not None else 1  # a row's last token is not fed
-                if all(f is not None for f in finish):
-                    break
-                step = torch.tensor(nxt, dtype=torch.long, device=device)[:, None]
-                mask = torch.cat([mask, torch.tensor(fed, dtype=torch.long, device=device)[:, None]], dim=-1)
-                out = self.model(input_ids=step, attention_mask=mask, position_ids=positions,
-                                 use_cache=True, **{self._cache_arg: cache})
-                cache = getattr(out, self._cache_arg)
-                logits = out.logits[:, -1, :].float()
-                positions = positions + 1
-            self._remember(batch, tokens, cache, mask)
-        return [Sampled(token_ids=tokens[i], logprobs=raw[i],
-                        sampling_logprobs=scaled[i] if r.temperature > 0 else None,
-                        finish=finish[i] or "length", weights=version, stops=r.stops)
-                for i, r in enumerate(batch)]
+            lengths = torch.tensor([row.length for row in rows], dtype=torch.long, device=device)
+            width = batch.width + 1
+            # row i's tokens, the one fed now included, are its last length + 1 positions
+            mask = (torch.arange(width, device=device)[None, :] >= (width - 1 - lengths)[:, None]).long()
+            ids = torch.tensor([[row.pending] for row in rows], dtype=torch.long, device=device)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=lengths[:, None],
+                             use_cache=True, **{self._cache_arg: batch.cache()})
+            batch.advance(getattr(out, self._cache_arg))
+            picked = self._pick(out.logits[:, -1, :].float(), rows)
+        self.stats["steps"] += 1
+        self.stats["row_steps"] += len(rows)
+        eos = self.eos_token_ids
+        finished = []
+        for i, (row, (tok, lp, lq)) in enumerate(zip(rows, picked)):
+            row.length += 1
+            row.tokens.append(tok)
+            row.raw.append(lp)
+            if lq is not None:
+                row.scaled.append(lq)
+            r = row.request
+            if tok in eos or (r.stops and self._hit_stop(row.tokens, r.stops)):
+                row.finish = "stop"
+            elif len(row.tokens) >= r.max_new:
+                row.finish = "length"
+            else:
+                row.pending = tok
+                continue
+            finished.append(i)
+        if not finished:
+            return batch
+        parts = batch.rows([row.length for row in rows])
+        for i in finished:
+            self._remember(rows[i], parts[i])
+            rows[i].request.future.set_result(rows[i].result())
+        keep = [i for i in range(len(rows)) if i not in finished]
+        rows[:] = [rows[i] for i in keep]
+        if not rows:
+            return None
+        return batch.keep(torch, keep, [row.length for row in rows], self._room(rows))
 
-    def _pick(self, logits: Any, active: list[int], rows: list[SampleRequest],
-              generators: list[Any]) -> list[tuple[int, float, float | None]]:
-        """One token for each row still going (``active``: their places in the batch's
-        ``logits``), drawn at its temperature and top-p with its own generator
+    @staticmethod
+    def _room(rows: list[_Row]) -> int:
+        """Positions the batch's buffers keep free: the most tokens any row may still feed."""
+        return max(row.request.max_new - len(row.tokens) for row in rows) + 1
+
+    def _pick(self, logits: Any, rows: list[_Row]) -> list[tuple[int, float, float | None]]:
+        """One token for each row, drawn at its temperature and top-p with its own generator
         (greedy at temperature 0): (token, raw log-prob, sampling log-prob or None). Inverse-CDF
         sampling on one uniform draw per row, the arithmetic done for all rows at once."""
         torch = self._torch
         device = logits.device
-        x = logits.index_select(0, torch.tensor(active, device=device))
-        logp = torch.log_softmax(x, dim=-1)
-        temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in rows], device=device)
-        logq = torch.log_softmax(x / temps[:, None], dim=-1)
+        requests = [row.request for row in rows]
+        logp = torch.log_softmax(logits, dim=-1)
+        temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests], device=device)
+        logq = torch.log_softmax(logits / temps[:, None], dim=-1)
         probs = logq.exp()
-        for j, r in enumerate(rows):
+        for j, r in enumerate(requests):
             if r.temperature > 0 and r.top_p < 1.0:
                 probs[j] = _top_p(torch, probs[j], r.top_p)
         cdf = probs.cumsum(-1)
-        u = torch.cat([torch.rand(1, generator=g, device=device) for g in generators])
-        drawn = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0].clamp(max=x.shape[-1] - 1)
-        greedy = torch.tensor([r.temperature <= 0 for r in rows], device=device)
-        tok = torch.where(greedy, x.argmax(-1), drawn)
+        u = torch.cat([torch.rand(1, generator=row.generator, device=device) for row in rows])
+        drawn = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0].clamp(max=logits.shape[-1] - 1)
+        greedy = torch.tensor([r.temperature <= 0 for r in requests], device=device)
+        tok = torch.where(greedy, logits.argmax(-1), drawn)
         lp = logp.gather(1, tok[:, None])[:, 0].tolist()
         lq = logq.gather(1, tok[:, None])[:, 0].tolist()
-        return [(t, a, None if r.temperature <= 0 else b) for t, a, b, r in zip(tok.tolist(), lp, lq, rows)]
+        return [(t, a, None if r.temperature <= 0 else b) for t, a, b, r in zip(tok.tolist(), lp, lq, requests)]
 
-    # -- the KV cache: prefill, stacking, and the prefix cache ---------------------------------
+    def _hit_stop(self, tokens: list[int], stops: list[str]) -> bool:
+        """Whether the generated text now contains a stop string (checked on a tail of tokens)."""
+        window = 2 * max(len(s) for s in stops) + 8
+        text = self.text(tokens[-window:])
+        return any(s in text for s in stops)
 
-    def _start(self, prompt: list[int]) -> tuple[int, list[tuple[Any, Any]] | None]:
-        """Where the batch's forward pass starts for ``prompt``: the keys and values of its
-        longest remembered prefix (each ``[kv_heads, done, head_dim]``) and how many tokens they
-        cover. More than ``batch_prefill`` new tokens (a first prompt, a trimmed context) are run
-        alone first, all but the last (the causal fast path: padded into the batch they would
-        make the attention materialise a mask of every row's length squared)."""
+    # -- prefill and the prefix cache ----------------------------------------------------------
+
+    def _prefill(self, prompt: list[int]) -> tuple[list[tuple[Any, Any]], int]:
+        """The keys and values (per layer, ``[kv_heads, n, head_dim]``) of all but the last token
+        of ``prompt``: its longest remembered prefix, and the rest run alone (the causal fast
+        path, no padding mask). A one-token prompt runs its token to learn the cache's shape and
+        keeps none of it."""
         torch = self._torch
-        device = self.model.device
         done, layers = self._lookup(prompt) or (0, None)
         self.stats["reused_tokens"] += done
-        if len(prompt) - done <= max(self.batch_prefill, 1):  # one new token always goes in the batch
-            return done, layers
-        cache = self._new_cache([(k[None], v[None]) for k, v in layers]) if layers is not None else None
-        rest = torch.tensor([prompt[done:-1]], dtype=torch.long, device=device)
-        positions = torch.arange(done, len(prompt) - 1, device=device)[None]
-        out = self.model(input_ids=rest, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
-        self.stats["prefill_tokens"] += len(prompt) - 1 - done
-        return len(prompt) - 1, [(k[0], v[0]) for k, v in _layers(getattr(out, self._cache_arg))]
-
-    def _stacked(self, rows: list[list[tuple[Any, Any]] | None], width: int) -> Any:
-        """One cache for the batch: every row's keys and values left-padded to ``width`` (a row
-        with none is all padding)."""
-        torch = self._torch
-        shaped = next(layers for layers in rows if layers is not None)
-        stacked = []
-        for layer in range(len(shaped)):
-            keys, values = [], []
-            for layers in rows:
-                if layers is None:
-                    k = v = shaped[layer][0].new_zeros((shaped[layer][0].shape[0], 0, shaped[layer][0].shape[2]))
-                else:
-                    k, v = layers[layer]
-                pad = width - k.shape[1]
-                keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)))
-                values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)))
-            stacked.append((torch.stack(keys), torch.stack(values)))
-        return self._new_cache(stacked)
-
-    def _new_cache(self, layers: list[tuple[Any, Any]]) -> Any:
-        import transformers  # the optional extra [hf]
-
-        cache = transformers.DynamicCache()
-        for i, (k, v) in enumerate(layers):
-            cache.update(k, v, i)
-        return cache
+        end = len(prompt) - 1
+        if layers is not None and done == end:
+            return layers, end
+        run = prompt[done:end] or prompt[:1]
+        cache = plain_cache([(k[None], v[None]) for k, v in layers]) if layers is not None else None
+        ids = torch.tensor([run], dtype=torch.long, device=self.model.device)
+        positions = torch.arange(done, done + len(run), device=self.model.device)[None]
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
+        self.stats["prefill_tokens"] += end - done
+        return [(k[0, :, :end], v[0, :, :end]) for k, v in cache_layers(getattr(out, self._cache_arg))], end
 
     def _lookup(self, prompt: list[int]) -> tuple[int, list[tuple[Any, Any]]] | None:
         """The keys and values of the longest remembered run of tokens that ``prompt`` starts
@@ -321,44 +372,31 @@ class BatchSampler:
         n, layers, _ = best
         return n, [(k[:, :n, :], v[:, :n, :]) for k, v in layers]
 
-    def _remember(self, batch: list[SampleRequest], tokens: list[list[int]], cache: Any, mask: Any) -> None:
-        """Keep each row's keys and values (its prompt and the tokens fed after it) for the next
-        turn of its episode, whose prompt extends them, within ``prefix_cache_tokens``."""
-        if self.prefix_cache_tokens <= 0:
+    def _remember(self, row: _Row, layers: list[tuple[Any, Any]]) -> None:
+        """Keep a finished row's keys and values (its prompt and the tokens fed after it) for
+        the next turn of its episode, whose prompt extends them, within ``prefix_cache_tokens``."""
+        ids = list(row.request.prompt) + row.tokens[:-1]
+        if not 0 < len(ids) <= self.prefix_cache_tokens or layers[0][0].shape[1] != len(ids):
             return
-        layers = _layers(cache)
-        for i, r in enumerate(batch):
-            valid = mask[i].bool()
-            ids = list(r.prompt) + tokens[i][:-1]
-            if len(ids) > self.prefix_cache_tokens:
-                continue
-            kept = [(k[i][:, valid, :], v[i][:, valid, :]) for k, v in layers]
-            if kept and kept[0][0].shape[1] != len(ids):  # not the shape expected: keep nothing
-                continue
-            with self._prefix_lock:
-                for key, (old, _) in list(self._prefixes.items()):
-                    if _common_prefix(old, ids, len(old)) == len(old):  # the same episode, before
-                        del self._prefixes[key]
-                self._prefixes[next(self._keys)] = (ids, kept)
-                total = sum(len(old) for old, _ in self._prefixes.values())
-                while total > self.prefix_cache_tokens:
-                    _, (old, _) = self._prefixes.popitem(last=False)
-                    total -= len(old)
+        kept = [(k.clone(), v.clone()) for k, v in layers]  # not views that hold the batch's buffers
+        with self._prefix_lock:
+            for key, (old, _) in list(self._prefixes.items()):
+                if _common_prefix(old, ids, len(old)) == len(old):  # the same episode, before
+                    del self._prefixes[key]
+            self._prefixes[next(self._keys)] = (ids, kept)
+            total = sum(len(old) for old, _ in self._prefixes.values())
+            while total > self.prefix_cache_tokens:
+                _, (old, _) = self._prefixes.popitem(last=False)
+                total -= len(old)
 
     def forget(self) -> None:
         """Drop every remembered prefix (new weights make them stale)."""
         with self._prefix_lock:
             self._prefixes.clear()
 
-    def _hit_stop(self, tokens: list[int], stops: list[str]) -> bool:
-        """Whether the generated text now contains a stop string (checked on a tail of tokens)."""
-        window = 2 * max(len(s) for s in stops) + 8
-        text = self.text(tokens[-window:])
-        return any(s in text for s in stops)
-
-
 
 def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+
     """How many leading tokens ``a`` and ``b`` share, at most ``limit`` (a binary search over
     slice comparisons, which run in C).
 
@@ -375,15 +413,6 @@ def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
         else:
             hi = mid
     return lo
-
-
-def _layers(cache: Any) -> list[tuple[Any, Any]]:
-    """Per-layer (keys, values) of a transformers cache, whatever its version's layout."""
-    if hasattr(cache, "layers"):  # transformers >= 4.56
-        return [(layer.keys, layer.values) for layer in cache.layers]
-    if hasattr(cache, "key_cache"):
-        return list(zip(cache.key_cache, cache.value_cache))
-    return [(k, v) for k, v in cache]
 
 
 def _top_p(torch: Any, probs: Any, top_p: float) -> Any:

@@ -1,0 +1,148 @@
+"""Continuous batching in the local backend's sampler (terminal_env/models/hf_sampling.py), on the
+tiny in-process model: a request joins a running batch and leaves it as soon as it ends; a
+seeded request's tokens do not depend on who else is in the batch; weights change only with
+nothing running; and the copying cache of older transformers gives the same tokens."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from tiny_lm import make_model, make_tokenizer  # noqa: E402 - after the importorskips
+
+from terminal_env.models import hf_cache  # noqa: E402
+from terminal_env.models.hf_sampling import BatchSampler, SampleRequest  # noqa: E402
+
+LONG = "the long request: " + "list the files and count them, " * 6
+SHORT = "hi"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    return make_model(tokenizer, context=2048)
+
+
+@pytest.fixture
+def sampler(model, tokenizer):
+    # no end-of-sequence token: every request runs to its max_new, so step counts are exact
+    s = BatchSampler(torch, model, pad_token_id=0, eos_token_ids=[], text=tokenizer.decode, name="tiny",
+                     max_batch=4)
+    s.weights_version = "old"
+    yield s
+    s.close()
+
+
+def ask(tokenizer, text: str, *, seed: int, max_new: int) -> SampleRequest:
+    return SampleRequest(prompt=tokenizer.encode(text), temperature=1.0, top_p=1.0, seed=seed,
+                         max_new=max_new, stops=[])
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def same(a, b) -> None:
+    assert a.token_ids == b.token_ids
+    assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+
+
+def test_a_request_joins_the_running_batch_and_leaves_it_when_it_ends(sampler, tokenizer):
+    alone_long = sampler.sample(ask(tokenizer, LONG, seed=1, max_new=300))
+    alone_short = sampler.sample(ask(tokenizer, SHORT, seed=2, max_new=10))
+    sampler.forget()
+    start = sampler.stats["steps"]
+    order: list[str] = []
+    long = ask(tokenizer, LONG, seed=1, max_new=300)
+    long.future.add_done_callback(lambda _: order.append("long"))
+    sampler._submit(long)
+    wait_for(lambda: sampler.stats["steps"] - start >= 20)  # the long request is running
+    short = ask(tokenizer, SHORT, seed=2, max_new=10)
+    short.future.add_done_callback(lambda _: order.append("short"))
+    sampler._submit(short)
+    same(short.future.result(timeout=60), alone_short)
+    same(long.future.result(timeout=60), alone_long)
+    assert order == ["short", "long"]  # it came back without waiting for the long one to end
+    assert sampler.stats["steps"] - start == 300  # its 10 steps were the long request's steps
+    assert sampler.stats["row_steps"] - sampler.stats["steps"] == 10
+
+
+def test_a_seeded_request_gets_the_same_tokens_whoever_joins_or_leaves(sampler, tokenizer):
+    prompts = [(LONG, 1, 120), (SHORT, 2, 30), ("a middle one " * 5, 3, 60), (LONG + "more", 4, 80)]
+    alone = [sampler.sample(ask(tokenizer, text, seed=seed, max_new=n)) for text, seed, n in prompts]
+    sampler.forget()
+    requests = []
+    for i, (text, seed, n) in enumerate(prompts):  # joining one by one, while the others run
+        requests.append(ask(tokenizer, text, seed=seed, max_new=n))
+        sampler._submit(requests[-1])
+        wait_for(lambda: sampler.stats["steps"] >= 5 * (i + 1))
+    for r, expected in zip(requests, alone):
+        same(r.future.result(timeout=60), expected)
+
+
+def test_weights_change_only_with_nothing_running(sampler, tokenizer):
+    order: list[str] = []
+    running = ask(tokenizer, LONG, seed=1, max_new=300)
+    running.future.add_done_callback(lambda _: order.append("running"))
+    sampler._submit(running)
+    wait_for(lambda: sampler.stats["steps"] >= 5)
+
+    def swap() -> None:
+        with sampler.exclusive():
+            order.append("swap")
+            sampler.weights_version = "new"
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    wait_for(lambda: sampler._exclusive == 1)
+    late = ask(tokenizer, SHORT, seed=2, max_new=5)
+    late.future.add_done_callback(lambda _: order.append("late"))
+    sampler._submit(late)
+    swapper.join(timeout=60)
+    assert late.future.result(timeout=60).weights == "new"
+    assert running.future.result(timeout=60).weights == "old"
+    assert order == ["running", "swap", "late"]  # not admitted during the swap, and after it
+
+
+def test_the_copying_cache_of_older_transformers_gives_the_same_tokens(sampler, tokenizer, monkeypatch):
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert hf_cache.growing_layer() is not None  # the in-place path is the one in use here
+    prompts = [(LONG, 1, 40), (SHORT, 2, 25), ("a middle one " * 5, 3, 60)]
+
+    def run() -> list:
+        sampler.forget()
+        requests = [ask(tokenizer, text, seed=seed, max_new=n) for text, seed, n in prompts]
+        for r in requests:
+            sampler._submit(r)
+        return [r.future.result(timeout=60) for r in requests]
+
+    in_place = run()
+    monkeypatch.setattr(hf_cache, "growing_layer", lambda: None)
+    for a, b in zip(run(), in_place):
+        same(a, b)
+
+
+def test_a_growing_layer_out_of_room_grows():
+    grow = hf_cache.growing_layer()
+    if grow is None:
+        pytest.skip(f"transformers {transformers.__version__} has no cache layers (< 5): nothing grows")
+    layer_class, _ = grow
+    keys, values = torch.randn(2, 2, 3, 4), torch.randn(2, 2, 3, 4)
+    layer = layer_class(keys.clone(), values.clone(), 3)  # full
+    new_k, new_v = torch.randn(2, 2, 1, 4), torch.randn(2, 2, 1, 4)
+    k, v = layer.update(new_k, new_v)
+    assert torch.equal(k, torch.cat([keys, new_k], dim=2)) and torch.equal(v, torch.cat([values, new_v], dim=2))
+    assert layer.buffers[0].shape[2] > 4  # room for the next ones
