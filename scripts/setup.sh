@@ -33,7 +33,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; th
         say "installing torch==${TORCH_VERSION:-2.13.0} (CPU)"
         .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==${TORCH_VERSION:-2.13.0}"
     fi
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,hf,ray]"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,hf,train,ray]"
     echo "$want" > "$STAMP"
 fi
 

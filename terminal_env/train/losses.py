@@ -1,0 +1,191 @@
+"""The trainer's arithmetic, as small pure functions over ``[batch, tokens]`` tensors.
+
+Every function takes an ``action_mask`` (1 on tokens the policy sampled, 0 on prompt,
+observation, template and padding tokens) and reads nothing else of the episode, so each can be
+checked by hand (the doctests) and against a plain reference (``tests/test_train.py``).
+
+Means are token means over every action token of the batch (:func:`masked_mean`): a long answer
+weighs as much as its tokens, the usual choice for language-model PPO.
+
+>>> import torch
+>>> mask = torch.tensor([[0., 1., 1., 0., 1.]])
+>>> last_action_reward(mask, torch.tensor([1.0]))
+tensor([[0., 0., 0., 0., 1.]])
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean of ``x`` over the positions where ``mask`` is 1 (0 when there is none).
+
+    >>> masked_mean(torch.tensor([[1., 5., 3.]]), torch.tensor([[1., 0., 1.]]))
+    tensor(2.)
+    """
+    return (x * mask).sum() / mask.sum().clamp(min=1)
+
+
+def last_action_reward(mask: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:
+    """Per-token rewards: each episode's ``reward`` on its last action token, 0 elsewhere (an
+    episode that ends on an observation still pays its last action). A row without action tokens
+    gets nothing."""
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    last = torch.where(mask > 0, positions, torch.full_like(positions, -1)).max(dim=1).values
+    out = torch.zeros(mask.shape, dtype=reward.dtype, device=mask.device)
+    rows = torch.nonzero(last >= 0)[:, 0]
+    out[rows, last[rows]] = reward[rows]
+    return out
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0,
+        lam: float = 0.95) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over the action tokens alone: the recursion links each
+    action token to the next action token of its row, skipping (not zeroing) the observation and
+    template tokens between them, and the value after a row's last action token is 0 (the episode
+    is over). Returns ``(advantages, returns)``, 0 off the mask; ``returns = advantages + values``.
+
+    Equal to ordinary GAE on each row with its non-action tokens removed, for any gamma and lambda
+    (a property test checks it). Rewards off the mask are ignored.
+
+    Two actions, an observation between them, reward 1 on the last one, gamma 0.5, lambda 1:
+
+    >>> r = torch.tensor([[0., 0., 1.]]); v = torch.tensor([[0.2, 9.0, 0.4]]); m = torch.tensor([[1., 0., 1.]])
+    >>> adv, ret = gae(r, v, m, gamma=0.5, lam=1.0)
+    >>> adv  # last: 1 - 0.4; first: 0 + 0.5 * 0.4 - 0.2 + 0.5 * 0.6
+    tensor([[0.3000, 0.0000, 0.6000]])
+    >>> ret
+    tensor([[0.5000, 0.0000, 1.0000]])
+    """
+    batch, length = mask.shape
+    advantages = torch.zeros_like(values)
+    next_value = torch.zeros(batch, dtype=values.dtype, device=values.device)
+    next_advantage = torch.zeros_like(next_value)
+    for t in reversed(range(length)):
+        act = mask[:, t] > 0
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        advantage = delta + gamma * lam * next_advantage
+        advantages[:, t] = torch.where(act, advantage, torch.zeros_like(advantage))
+        next_value = torch.where(act, values[:, t], next_value)  # carried over skipped tokens
+        next_advantage = torch.where(act, advantage, next_advantage)
+    returns = (advantages + values) * mask
+    return advantages, returns
+
+
+def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``x`` shifted and scaled to mean 0 and variance 1 over the mask (0 off it).
+
+    >>> whiten(torch.tensor([[1., 7., 3.]]), torch.tensor([[1., 0., 1.]]))
+    tensor([[-1.,  0.,  1.]])
+    """
+    mean = masked_mean(x, mask)
+    var = masked_mean((x - mean) ** 2, mask)
+    return (x - mean) * torch.rsqrt(var + eps) * mask
+
+
+def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
+                mask: torch.Tensor, clip: float = 0.2, dual_clip: float | None = 3.0) -> torch.Tensor:
+    """PPO's clipped surrogate, with the dual clip of Ye et al. (2020): where the advantage is
+    negative the loss is also capped at ``-dual_clip * advantage``, so one token whose ratio has
+    run away cannot dominate the update (``None``: no dual clip).
+
+    >>> one = torch.ones(1, 1)
+    >>> lp = lambda ratio: torch.log(torch.tensor([[ratio]]))
+    >>> policy_loss(lp(1.5), lp(1.0), one, one)  # gain capped at 1 + clip
+    tensor(-1.2000)
+    >>> policy_loss(lp(0.5), lp(1.0), one, one)  # a loss is never capped
+    tensor(-0.5000)
+    >>> policy_loss(lp(5.0), lp(1.0), -one, one)  # ratio 5 on a negative advantage: dual clip 3
+    tensor(3.)
+    >>> policy_loss(lp(5.0), lp(1.0), -one, one, dual_clip=None)
+    tensor(5.)
+    """
+    ratio = torch.exp(logprobs - old_logprobs)
+    clipped = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip))
+    if dual_clip is not None:
+        if dual_clip <= 1.0:
+            raise ValueError(f"dual_clip must be above 1, not {dual_clip}")
+        clipped = torch.where(advantages < 0, torch.minimum(clipped, -advantages * dual_clip), clipped)
+    return masked_mean(clipped, mask)
+
+
+def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
+               clip: float | None = 0.2) -> torch.Tensor:
+    """Half the squared error of the values against the returns, on action tokens only, with
+    PPO's value clipping: the worse of the new value and the old value moved by at most ``clip``
+    (``None``: no clipping).
+
+    >>> one = torch.ones(1, 1)
+    >>> value_loss(torch.tensor([[1.0]]), torch.tensor([[0.0]]), torch.tensor([[1.0]]), one)
+    tensor(0.3200)
+    >>> value_loss(torch.tensor([[1.0]]), torch.tensor([[0.0]]), torch.tensor([[1.0]]), one, clip=None)
+    tensor(0.)
+    """
+    error = (values - returns) ** 2
+    if clip is not None:
+        moved = old_values + (values - old_values).clamp(-clip, clip)
+        error = torch.maximum(error, (moved - returns) ** 2)
+    return 0.5 * masked_mean(error, mask)
+
+
+def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """An estimate of KL(policy || reference) from the sampled tokens' log-probs, the unbiased,
+    never negative ``k3`` estimator: ``exp(ref - lp) - (ref - lp) - 1``.
+
+    >>> kl_penalty(torch.tensor([[-1.0]]), torch.tensor([[-1.0]]), torch.ones(1, 1))
+    tensor(0.)
+    >>> round(kl_penalty(torch.tensor([[0.0]]), torch.tensor([[-1.0]]), torch.ones(1, 1)).item(), 4)
+    0.3679
+    """
+    d = ref_logprobs - logprobs
+    return masked_mean(torch.exp(d) - d - 1, mask)
+
+
+def entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean entropy of the next-token distributions at the masked positions.
+
+    >>> round(entropy(torch.zeros(1, 1, 4), torch.ones(1, 1)).item(), 4)  # uniform over 4: ln 4
+    1.3863
+    """
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return masked_mean(-(logp.exp() * logp).sum(-1), mask)
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """The log-prob of each of ``tokens`` under ``logits / temperature``; ``logits[:, t]`` is
+    the distribution of ``tokens[:, t]`` (shift the model's outputs before calling).
+
+    >>> token_logprobs(torch.zeros(1, 2, 4), torch.tensor([[0, 3]]))
+    tensor([[-1.3863, -1.3863]])
+    """
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    return logp.gather(-1, tokens[..., None])[..., 0]
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)``: 1 for a perfect critic, 0 for one that
+    predicts the mean, negative for worse (0 when the returns do not vary).
+
+    >>> explained_variance(torch.tensor([1., 2., 3.]), torch.tensor([1., 2., 3.]))
+    1.0
+    >>> explained_variance(torch.tensor([2., 2., 2.]), torch.tensor([1., 2., 3.]))
+    0.0
+    """
+    var = returns.var(unbiased=False)
+    if var <= 0:
+        return 0.0
+    return float(1 - (returns - values).var(unbiased=False) / var)
+
+
+def correlation(values: torch.Tensor, returns: torch.Tensor) -> float:
+    """Pearson's correlation of the values with the returns (0 when either does not vary).
+
+    >>> round(correlation(torch.tensor([1., 2., 3.]), torch.tensor([2., 4., 7.])), 4)
+    0.9934
+    """
+    v, r = values - values.mean(), returns - returns.mean()
+    denominator = torch.sqrt((v ** 2).sum() * (r ** 2).sum())
+    if denominator <= 0:
+        return 0.0
+    return float((v * r).sum() / denominator)

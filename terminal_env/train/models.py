@@ -1,0 +1,196 @@
+"""The actor and the critic, and checkpoints that never lose which actor pairs with which critic.
+
+* The **actor** is a causal language model in Hugging Face format (what the local backend
+  serves and the rollouts sample from).
+* The **critic** is a value model: the same transformer body with a per-token linear value head
+  (:class:`Critic`), initialised from the actor's weights with a zero head (every value 0 until
+  the critic is recalibrated).
+
+A checkpoint is a directory holding both::
+
+    pair.json        the pair: ids of the actor and the critic, the stage that made it, the pair
+                     it came from, and the stage's measurements (e.g. the critic's calibration)
+    actor/           a Hugging Face checkpoint (safetensors, tokenizer): the local backend serves
+                     it as it is (``TransformersBackend("DIR/actor")``)
+    critic/          the critic's body as a Hugging Face checkpoint, and value_head.safetensors
+
+An id is a digest of the weights' files, and each half also records its own id and its
+partner's (``terminal_env_checkpoint.json``), so a half copied elsewhere still names its
+partner, and loading a directory whose halves do not belong together fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..errors import ConfigError
+from ..fileio import write_atomic
+from .losses import token_logprobs
+
+PAIR_FILE = "pair.json"
+HALF_FILE = "terminal_env_checkpoint.json"
+HEAD_FILE = "value_head.safetensors"
+
+
+class Critic(torch.nn.Module):
+    """A value model: a causal LM's transformer body and a linear head giving one value per
+    token (the value of the state after that token)."""
+
+    def __init__(self, model: Any, head: torch.nn.Linear | None = None):
+        super().__init__()
+        #: the whole causal LM (so that it saves as one); its output layer goes unused
+        self.model = model
+        hidden = model.config.get_text_config().hidden_size
+        self.head = head if head is not None else torch.nn.Linear(hidden, 1)
+        if head is None:
+            torch.nn.init.zeros_(self.head.weight)
+            torch.nn.init.zeros_(self.head.bias)
+        self.head.to(device=next(model.parameters()).device, dtype=torch.float32)
+
+    @classmethod
+    def from_actor(cls, actor: Any) -> "Critic":
+        """A critic initialised from the actor's weights (a copy: the two then train apart)."""
+        return cls(copy.deepcopy(actor))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Values ``[batch, tokens]`` (float32)."""
+        body = getattr(self.model, self.model.base_model_prefix)  # the transformer without the LM head
+        hidden = body(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.head(hidden.float())[..., 0]
+
+
+@dataclass
+class Pair:
+    """An actor, its critic, their tokenizer, and where they came from."""
+
+    actor: Any
+    critic: Critic
+    tokenizer: Any
+    #: what pair.json says (ids, stage, parent, measurements); empty for a pair never saved
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, actor: Any, tokenizer: Any = None) -> "Pair":
+        """The first pair of a run: an actor (a directory or a loaded causal LM) and a critic
+        initialised from it."""
+        if isinstance(actor, (str, os.PathLike)):
+            path = os.fspath(actor)
+            actor = _load_causal_lm(path)
+            tokenizer = tokenizer if tokenizer is not None else _load_tokenizer(path)
+        if tokenizer is None:
+            raise ConfigError("pass the tokenizer with an in-memory actor (it has no directory to load one from)")
+        return cls(actor, Critic.from_actor(actor), tokenizer, {"stage": "base"})
+
+    def save(self, directory: str | os.PathLike[str], *, stage: str, metrics: dict[str, Any] | None = None) -> Path:
+        """Write the pair to ``directory`` (which must not hold another pair) and return it;
+        ``meta`` becomes what was written, the parent being the pair it was loaded as."""
+        out = Path(directory)
+        if (out / PAIR_FILE).exists():
+            raise ConfigError(f"{out} already holds a checkpoint; choose a new directory (checkpoints "
+                              f"are never overwritten)")
+        out.mkdir(parents=True, exist_ok=True)
+        self.actor.save_pretrained(out / "actor", safe_serialization=True)
+        self.tokenizer.save_pretrained(out / "actor")
+        self.critic.model.save_pretrained(out / "critic", safe_serialization=True)
+        self.tokenizer.save_pretrained(out / "critic")
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.critic.head.state_dict().items()},
+                  str(out / "critic" / HEAD_FILE))
+        actor_id, critic_id = _digest(out / "actor"), _digest(out / "critic")
+        for half, own, partner in (("actor", actor_id, critic_id), ("critic", critic_id, actor_id)):
+            write_atomic(out / half / HALF_FILE, json.dumps({"role": half, "id": own, "pair": partner}, indent=1))
+        meta = {"actor": actor_id, "critic": critic_id, "stage": stage,
+                "parent": self.meta.get("id"), "id": f"{actor_id}+{critic_id}",
+                "created": time.time(), "metrics": metrics or {}}
+        write_atomic(out / PAIR_FILE, json.dumps(meta, indent=1))
+        self.meta = meta
+        return out
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> "Pair":
+        """The pair saved in ``directory``; fails if its halves do not belong together."""
+        root = Path(directory)
+        try:
+            meta = json.loads((root / PAIR_FILE).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{root} is not a checkpoint of an actor and a critic (no {PAIR_FILE}); "
+                              f"make one with Pair.start(...).save(...) or 'terminal-env train'") from None
+        except ValueError as e:
+            raise ConfigError(f"{root / PAIR_FILE}: not valid JSON ({e})") from None
+        for half, partner in (("actor", "critic"), ("critic", "actor")):
+            try:
+                own = json.loads((root / half / HALF_FILE).read_text())
+            except (FileNotFoundError, ValueError):
+                raise ConfigError(f"{root / half} has no readable {HALF_FILE}: not a half of this pair") from None
+            if own.get("id") != meta.get(half) or own.get("pair") != meta.get(partner):
+                raise ConfigError(
+                    f"{root / half} is the {half} {own.get('id')!r}, paired with {own.get('pair')!r}, but "
+                    f"{root / PAIR_FILE} pairs the {half} {meta.get(half)!r} with the {partner} "
+                    f"{meta.get(partner)!r}: the halves of this checkpoint do not belong together")
+            if _digest(root / half) != own["id"]:
+                raise ConfigError(f"the weights in {root / half} changed after they were saved "
+                                  f"(their digest is not {own['id']!r})")
+        actor = _load_causal_lm(str(root / "actor"))
+        body = _load_causal_lm(str(root / "critic"))
+        head_state = load_file(str(root / "critic" / HEAD_FILE))
+        head = torch.nn.Linear(head_state["weight"].shape[1], 1)
+        head.load_state_dict(head_state)
+        return cls(actor, Critic(body, head), _load_tokenizer(str(root / "actor")), meta)
+
+
+def _digest(directory: Path) -> str:
+    """A digest of a half's weights (its safetensors files, by name and content)."""
+    h = hashlib.sha256()
+    for f in sorted(directory.glob("*.safetensors")):
+        h.update(f.name.encode())
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def _load_causal_lm(path: str) -> Any:
+    import transformers  # the optional extra [train]
+
+    try:
+        return transformers.AutoModelForCausalLM.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot load a causal LM from {path!r}: {e}") from e
+
+
+def _load_tokenizer(path: str) -> Any:
+    import transformers  # the optional extra [train]
+
+    try:
+        return transformers.AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot load the tokenizer of {path!r}: {e}") from e
+
+
+def sampled_logprobs(actor: Any, batch: dict[str, torch.Tensor], temperature: float = 1.0,
+                     with_logits: bool = False) -> Any:
+    """The log-prob of every token given the ones before it, under ``logits / temperature``
+    (``[batch, tokens]``; 0 for the first token, which nothing predicts), and the logits that
+    predicted each token when ``with_logits``."""
+    logits = actor(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    lp = token_logprobs(logits[:, :-1], batch["input_ids"][:, 1:], temperature)
+    lp = torch.nn.functional.pad(lp, (1, 0))
+    if not with_logits:
+        return lp
+    return lp, torch.nn.functional.pad(logits[:, :-1], (0, 0, 1, 0))
+
+
+def action_values(critic: Critic, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The critic's value of the state each token is sampled in: its output at the token before
+    (``[batch, tokens]``; 0 for the first token)."""
+    values = critic(batch["input_ids"], batch["attention_mask"])
+    return torch.nn.functional.pad(values[:, :-1], (1, 0))

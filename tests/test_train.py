@@ -1,0 +1,296 @@
+"""The reference trainer (terminal_env/train/) on the tiny in-process model: GAE over action tokens
+against plain GAE on the action tokens alone, the loss terms against hand-computed values, freezing
+bit for bit, checkpoints that keep their actor/critic pairing and that the local backend serves,
+episodes from token-exact trajectories, and PPO that raises the reward of a toy task."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("safetensors")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from tiny_lm import make_model, make_tokenizer, rescore  # noqa: E402
+
+from terminal_env.errors import ConfigError  # noqa: E402
+from terminal_env.models.base import SamplingParams  # noqa: E402
+from terminal_env.models.hf_backend import HFChatTokenizer, TransformersBackend  # noqa: E402
+from terminal_env.models.tokens import EpisodeTokens, TokenSegment, TurnSpan  # noqa: E402
+from terminal_env.train import losses  # noqa: E402
+from terminal_env.train.critic import CriticConfig, recalibrate  # noqa: E402
+from terminal_env.train.data import Episode, Sequence, episodes, sft_samples  # noqa: E402
+from terminal_env.train.models import Critic, Pair  # noqa: E402
+from terminal_env.train.ppo import PPO, PPOConfig  # noqa: E402
+from terminal_env.train.sft import SFTConfig, sft  # noqa: E402
+from terminal_env.trajectory import ModelRef, TaskRef, Trajectory  # noqa: E402
+from terminal_env.verify import VerifierResult  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return make_tokenizer()
+
+
+@pytest.fixture
+def pair(tokenizer):
+    return Pair.start(make_model(tokenizer, context=1024), tokenizer)
+
+
+def state(module) -> dict:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def unchanged(module, before: dict) -> bool:
+    return all(torch.equal(v, before[k]) for k, v in module.state_dict().items())
+
+
+# -- the arithmetic ------------------------------------------------------------------------------
+
+
+def plain_gae(rewards: list[float], values: list[float], gamma: float, lam: float) -> list[float]:
+    """Textbook GAE on one sequence whose every step is an action; the value after it is 0."""
+    out, running = [0.0] * len(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        after = values[t + 1] if t + 1 < len(values) else 0.0
+        running = rewards[t] + gamma * after - values[t] + gamma * lam * running
+        out[t] = running
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_gae_over_action_tokens_is_gae_on_the_action_tokens_alone(data, gamma, lam):
+    rows, length = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 12))
+    mask = torch.tensor(data.draw(st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=length,
+                                                    max_size=length), min_size=rows, max_size=rows)))
+    number = st.floats(-2.0, 2.0, allow_nan=False)
+    rewards = torch.tensor(data.draw(st.lists(st.lists(number, min_size=length, max_size=length),
+                                              min_size=rows, max_size=rows))) * mask
+    values = torch.tensor(data.draw(st.lists(st.lists(number, min_size=length, max_size=length),
+                                             min_size=rows, max_size=rows)))
+    advantages, returns = losses.gae(rewards, values, mask, gamma, lam)
+    for i in range(rows):
+        at = [t for t in range(length) if mask[i, t] > 0]
+        expected = plain_gae([float(rewards[i, t]) for t in at], [float(values[i, t]) for t in at], gamma, lam)
+        assert advantages[i, at].tolist() == pytest.approx(expected, abs=1e-4)
+        assert returns[i, at].tolist() == pytest.approx([a + float(values[i, t]) for a, t in zip(expected, at)],
+                                                        abs=1e-4)
+        off = [t for t in range(length) if mask[i, t] == 0]
+        assert advantages[i, off].abs().sum() == 0 and returns[i, off].abs().sum() == 0
+
+
+def test_the_reward_lands_on_the_last_action_token_even_after_an_observation():
+    mask = torch.tensor([[0., 1., 1., 0., 0.], [1., 0., 0., 0., 0.], [0., 0., 0., 0., 0.]])
+    rewards = losses.last_action_reward(mask, torch.tensor([0.5, 1.0, 1.0]))
+    assert rewards.tolist() == [[0, 0, 0.5, 0, 0], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]]
+
+
+def test_the_loss_terms_against_hand_computed_values():
+    mask = torch.tensor([[1., 1., 0., 1.]])
+    old = torch.zeros(1, 4)
+    new = torch.log(torch.tensor([[1.5, 0.5, 9.0, 5.0]]))  # ratios; the third is not an action
+    adv = torch.tensor([[1.0, -1.0, 7.0, -2.0]])
+    # token 1: max(-1.5, -1.2) = -1.2; token 2: max(0.5, 0.8) = 0.8;
+    # token 4: max(10, 2.4) = 10, dual clip min(10, 3 * 2) = 6
+    assert losses.policy_loss(new, old, adv, mask, clip=0.2, dual_clip=3.0).item() == pytest.approx((-1.2 + 0.8 + 6) / 3)
+    assert losses.policy_loss(new, old, adv, mask, clip=0.2, dual_clip=None).item() == pytest.approx((-1.2 + 0.8 + 10) / 3)
+    values, old_values = torch.tensor([[1.0, 0.0, 5.0, 0.5]]), torch.tensor([[0.0, 0.0, 0.0, 0.4]])
+    returns = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
+    # token 1: max(0, (0.2 - 1)^2) = 0.64; token 2: max(1, 1) = 1; token 4: max(0.25, 0.25) = 0.25
+    assert losses.value_loss(values, old_values, returns, mask, clip=0.2).item() == pytest.approx(0.5 * (0.64 + 1 + 0.25) / 3)
+    with pytest.raises(ValueError, match="dual_clip"):
+        losses.policy_loss(new, old, adv, mask, dual_clip=0.5)
+
+
+# -- models and checkpoints ----------------------------------------------------------------------
+
+
+def test_the_critic_starts_from_the_actor_with_values_zero(pair, tokenizer):
+    actor_body = pair.actor.model.state_dict()
+    critic_body = pair.critic.model.model.state_dict()
+    assert all(torch.equal(v, critic_body[k]) for k, v in actor_body.items())
+    assert pair.critic.model is not pair.actor  # a copy: they train apart
+    ids = torch.tensor([tokenizer.encode("hello there")])
+    assert torch.count_nonzero(pair.critic(ids)) == 0
+
+
+def test_a_checkpoint_keeps_its_pairing_and_the_local_backend_serves_its_actor(pair, tokenizer, tmp_path):
+    with torch.no_grad():
+        pair.critic.head.bias.fill_(0.25)
+    pair.save(tmp_path / "base", stage="base", metrics={"critic": {"explained_variance": 0.5}})
+    loaded = Pair.load(tmp_path / "base")
+    assert unchanged(loaded.actor, state(pair.actor)) and unchanged(loaded.critic, state(pair.critic))
+    meta = json.loads((tmp_path / "base" / "pair.json").read_text())
+    assert loaded.meta == meta and meta["metrics"]["critic"]["explained_variance"] == 0.5
+    for half, partner in (("actor", "critic"), ("critic", "actor")):
+        own = json.loads((tmp_path / "base" / half / "terminal_env_checkpoint.json").read_text())
+        assert own == {"role": half, "id": meta[half], "pair": meta[partner]}
+    with pytest.raises(ConfigError, match="already holds a checkpoint"):
+        pair.save(tmp_path / "base", stage="again")
+
+    backend = TransformersBackend(str(tmp_path / "base" / "actor"))
+    try:
+        c = backend.complete_tokens(tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n"),
+                                    params=SamplingParams(max_new_tokens=8, seed=3, temperature=1.0))
+    finally:
+        backend.close()
+    raw = rescore(pair.actor, c.prompt_token_ids + c.token_ids)[len(c.prompt_token_ids) - 1:]
+    assert torch.allclose(raw, torch.tensor(c.logprobs), atol=1e-4)
+
+    # a child pair records its parent; halves of two different pairs are refused together
+    with torch.no_grad():
+        loaded.critic.head.bias.fill_(0.5)
+    loaded.save(tmp_path / "child", stage="critic")
+    child = json.loads((tmp_path / "child" / "pair.json").read_text())
+    assert child["parent"] == meta["id"] and child["actor"] == meta["actor"] and child["critic"] != meta["critic"]
+    import shutil
+
+    shutil.rmtree(tmp_path / "child" / "critic")
+    shutil.copytree(tmp_path / "base" / "critic", tmp_path / "child" / "critic")
+    with pytest.raises(ConfigError, match="do not belong together"):
+        Pair.load(tmp_path / "child")
+    with pytest.raises(ConfigError, match="no pair.json"):
+        Pair.load(tmp_path / "child" / "actor")
+
+
+# -- data ----------------------------------------------------------------------------------------
+
+
+def trajectory(segments: list[TokenSegment] | None, *, outcome: str = "passed", masked: bool = False,
+               temperature: float = 1.0) -> Trajectory:
+    result = VerifierResult.infra_error("engine gone") if masked else VerifierResult(outcome=outcome)
+    return Trajectory(task=TaskRef(name="toy"), harness="generic",
+                      model=ModelRef(name="tiny", backend="TransformersBackend", params={"temperature": temperature}),
+                      tokens=EpisodeTokens(segments=segments) if segments is not None else None,
+                      verification=result.model_dump(mode="json"), masked=masked)
+
+
+def segment(reason: str = "first", weights: str = "w1") -> TokenSegment:
+    return TokenSegment(reason=reason, token_ids=[5, 6, 7, 8], action_mask=[0, 1, 1, 0],
+                        logprobs=[0, -1, -2, 0], sampling_logprobs=[0, -0.5, -1.5, 0],
+                        turns=[TurnSpan(turn=0, prompt_start=0, start=1, end=3, weights=weights)])
+
+
+def test_episodes_come_from_token_records_and_leave_out_what_must_not_train():
+    passed = trajectory([segment()])
+    (episode,), skipped = episodes([passed, trajectory([segment()], masked=True)], reward="binary")
+    assert skipped == {"masked": 1} and episode.reward == 1.0
+    assert episode.sequences[0].old_logprobs == [0, -0.5, -1.5, 0]  # the sampling log-probs, as recorded
+    failed = trajectory([segment()], outcome="failed")
+    assert episodes([failed], reward="binary")[0][0].reward == 0.0
+    with pytest.raises(ConfigError, match="no token record"):
+        episodes([trajectory(None)])
+    two = trajectory([segment(), segment("context_trimmed")])
+    with pytest.raises(ConfigError, match="2 token segments"):
+        episodes([two])
+    assert episodes([two], multi_segment="drop")[1] == {"multi_segment": 1}
+    assert len(episodes([two], multi_segment="accept")[0][0].sequences) == 2
+    with pytest.raises(ConfigError, match="sampled by the weights 'w1', not 'w2'"):
+        episodes([passed], weights="w2")
+    with pytest.raises(ConfigError, match="greedily"):
+        episodes([trajectory([segment()], temperature=0.0)])
+
+
+def test_sft_samples_train_on_the_assistants_tokens_only(tokenizer):
+    ct = HFChatTokenizer(tokenizer, "tiny")
+    record = {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+                           {"role": "assistant", "content": "ls -la"}, {"role": "user", "content": "ok"},
+                           {"role": "assistant", "content": "done"}]}
+    (sample,) = sft_samples([record], ct)
+    # as at inference: each generation prompt (with its empty think block), then the answer
+    first = ct.chat_text(record["messages"][:2], add_generation_prompt=True)
+    assert first.endswith("<|im_start|>assistant\n<think></think>")
+    assert ct.decode(sample.token_ids).startswith(first + "ls -la<|im_end|>\n<|im_start|>user\nok")
+    trained = [t for t, m in zip(sample.token_ids, sample.mask) if m]
+    assert ct.decode(trained) == "ls -la<|im_end|>done<|im_end|>"  # the answers and their end-of-turn tokens
+    assert ct.decode(sample.token_ids).endswith("<|im_start|>assistant\n<think></think>done<|im_end|>")
+    with pytest.raises(ConfigError, match="no assistant message"):
+        sft_samples([{"messages": [{"role": "user", "content": "hi"}]}], ct)
+
+
+# -- the steps -----------------------------------------------------------------------------------
+
+
+def test_sft_trains_the_actor_and_leaves_the_critic_bit_for_bit(pair, tokenizer):
+    ct = HFChatTokenizer(tokenizer, "tiny")
+    records = [{"messages": [{"role": "user", "content": f"task {i}"}, {"role": "assistant", "content": "echo ok"}]}
+               for i in range(6)]
+    samples = sft_samples(records, ct)
+    actor_before, critic_before = state(pair.actor), state(pair.critic)
+    report = sft(pair, samples, SFTConfig(epochs=5, lr=3e-3, batch_size=3))
+    assert unchanged(pair.critic, critic_before)
+    assert not unchanged(pair.actor, actor_before)
+    assert report["loss"][-1] < report["loss"][0]  # it learned the answer
+
+
+def sampled_episodes(pair: Pair, backend: TransformersBackend, n: int, seed: int, reward) -> list[Episode]:
+    """Episodes of one turn: a prompt, then 6 tokens sampled at temperature 1 by the backend."""
+    out = []
+    for i in range(n):
+        prompt = pair.tokenizer.encode(f"<|im_start|>user\npick {i % 4}<|im_end|>\n<|im_start|>assistant\n")
+        c = backend.complete_tokens(prompt, params=SamplingParams(max_new_tokens=6, seed=seed * 1000 + i,
+                                                                  temperature=1.0))
+        ids = prompt + c.token_ids
+        out.append(Episode(f"e{i}", "toy", [Sequence(ids, [0] * len(prompt) + [1] * len(c.token_ids),
+                                                     [0.0] * len(prompt) + c.sampling_logprobs)],
+                           reward(i, c.token_ids), 1.0))
+    return out
+
+
+def even_share(_: int, tokens: list[int]) -> float:
+    return sum(1 for t in tokens if t % 2 == 0) / len(tokens)
+
+
+def test_critic_recalibration_raises_explained_variance_and_leaves_the_actor_bit_for_bit(pair):
+    backend = TransformersBackend(pair.actor, pair.tokenizer, name="tiny")
+    try:
+        # a return the critic can learn: it follows from the prompt ("pick 0" .. "pick 3")
+        batch = sampled_episodes(pair, backend, 32, 0, lambda i, _: (i % 4) / 3)
+    finally:
+        backend.close()
+    actor_before = state(pair.actor)
+    report = recalibrate(pair, batch, CriticConfig(epochs=40, lr=1e-2, target_explained_variance=0.7))
+    assert unchanged(pair.actor, actor_before)
+    first, last = report["epochs"][0], report["epochs"][-1]
+    assert last["explained_variance"] > first["explained_variance"] + 0.5, report["epochs"]
+    assert set(last) >= {"epoch", "train_loss", "explained_variance", "correlation"}
+
+
+def test_ppo_refuses_an_uncalibrated_critic(pair):
+    with pytest.raises(ConfigError, match="never recalibrated"):
+        PPO(pair)
+    pair.meta = {"metrics": {"critic": {"explained_variance": 0.05}}}
+    with pytest.raises(ConfigError, match="explains 0.05"):
+        PPO(pair)
+    PPO(pair, force=True)  # told to
+
+
+def test_ppo_raises_the_reward_of_a_toy_task_from_the_sampled_logprobs(pair):
+    """Reward: the share of even token ids among 6 sampled tokens. Rollouts from the local
+    backend, PPO updates, new weights pushed into the backend after each update."""
+    backend = TransformersBackend(pair.actor, pair.tokenizer, name="tiny", weights_version="v0")
+    trainer = PPO(pair, PPOConfig(epochs=2, batch_size=8, actor_lr=5e-3, critic_lr=5e-3, lam=1.0), force=True)
+    rewards, gaps = [], []
+    try:
+        base = sampled_episodes(pair, backend, 32, 99, even_share)
+        for step in range(8):
+            batch = sampled_episodes(pair, backend, 32, step, even_share)
+            report = trainer.update(batch)
+            gaps.append(report["first_logprob_gap"])
+            backend.load_weights(state(pair.actor), version=f"v{step + 1}")
+        after = sampled_episodes(pair, backend, 32, 99, even_share)
+        rewards = [sum(e.reward for e in base) / 32, sum(e.reward for e in after) / 32]
+    finally:
+        backend.close()
+    assert max(gaps) < 1e-3  # the trainer scores the rollouts' tokens as the sampler did
+    assert rewards[1] > rewards[0] + 0.2, rewards
+
+
+def test_critic_module_forward_shape(tokenizer):
+    critic = Critic(make_model(tokenizer))
+    assert critic(torch.tensor([[1, 2, 3]])).shape == (1, 3)
