@@ -1,0 +1,136 @@
+"""The generated toy family (:mod:`terminal_env.tasks.toy`): it loads through the task loader
+with its splits and metadata, its values never repeat across splits, a non-empty destination is
+refused, and (with Docker) the oracle solves each kind, the nop agent does not, and writing
+several numbers or a wrong one is only partial progress."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from terminal_env import TerminalEnv
+from terminal_env.agent import run_episode
+from terminal_env.errors import ConfigError
+from terminal_env.models.simple import NopBackend, OracleBackend, ScriptedBackend
+from terminal_env.protocols import ModelBackend
+from terminal_env.tasks import Task, load_task, validate
+from terminal_env.tasks.check import CANARY
+from terminal_env.tasks.pool import load_pool, pool_problems
+from terminal_env.tasks.toy import KINDS, write_toy_family
+from terminal_env.verify import VerifierResult
+
+N_TRAIN, N_VALIDATION = 3, 2
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("toy")
+    return {kind: write_toy_family(root / kind, n_train=N_TRAIN, n_validation=N_VALIDATION,
+                                   seed=7, kind=kind)[0].parent for kind in KINDS}
+
+
+def value_of(instruction: str) -> str:
+    found = re.search(r"\b(?:number|word) (\w+)", instruction)
+    assert found, instruction
+    return found.group(1)
+
+
+def values_by_split(root: Path) -> dict[str, list[str]]:
+    return {split: [value_of(t.instruction) for t in load_pool(root, splits=[split])]
+            for split in ("train", "validation")}
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_family_loads_with_its_splits_and_metadata(kind, families):
+    root = families[kind]
+    assert validate([root], strict=True) == []  # not even a warning
+    train, val = load_pool(root, splits=["train"]), load_pool(root, splits=["validation"])
+    assert [t.name for t in train] == [f"toy-{kind}-train-{i:03d}" for i in range(N_TRAIN)]
+    assert [t.name for t in val] == [f"toy-{kind}-validation-{i:03d}" for i in range(N_VALIDATION)]
+    for t in train + val:
+        assert t.metadata["family"] == f"toy-{kind}"
+        assert (t.category, t.difficulty, t.canary) == ("toy", "easy", CANARY)
+        assert len(t.check_weights) == 3 and sum(t.check_weights.values()) == 4.0
+        assert not t.allow_internet and t.has_solution and t.warnings == []
+        assert t.dockerfile is not None
+        assert t.dockerfile.read_text().splitlines()[0] == "FROM terminal-env/base:bookworm-1"
+        instruction = t.instruction.strip()
+        assert "\n" not in instruction and ". " not in instruction  # one sentence
+        assert instruction.endswith(".")
+    # the pool's rules hold, except the one a toy family breaks on purpose: train and
+    # validation share the family (see the module's docstring)
+    assert [p for p in pool_problems(root) if p.field != "metadata.family"] == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_values_never_repeat_across_splits_and_follow_the_seed(kind, tmp_path):
+    write_toy_family(tmp_path / "a", n_train=60, n_validation=40, seed=3, kind=kind)
+    values = values_by_split(tmp_path / "a")
+    assert len(values["train"]) == 60 and len(values["validation"]) == 40
+    assert len(set(values["train"] + values["validation"])) == 100  # none repeats anywhere
+    write_toy_family(tmp_path / "b", n_train=60, n_validation=40, seed=3, kind=kind)
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")  # the same arguments, the same bytes
+    write_toy_family(tmp_path / "c", n_train=60, n_validation=40, seed=4, kind=kind)
+    assert values_by_split(tmp_path / "c") != values
+
+
+def test_a_non_empty_or_wrong_destination_is_refused_with_the_fix(tmp_path):
+    dest = tmp_path / "taken"
+    dest.mkdir()
+    (dest / "keep.txt").write_text("mine\n")
+    with pytest.raises(ConfigError, match="is not empty") as exc:
+        write_toy_family(dest, n_train=1, n_validation=1)
+    assert str(dest) in str(exc.value) and "another dest" in str(exc.value)
+    assert tree(dest) == {"keep.txt": b"mine\n"}  # nothing written
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    with pytest.raises(ConfigError, match="not a directory"):
+        write_toy_family(a_file)
+    with pytest.raises(ConfigError, match="unknown toy task kind 'copy-all'; use one of write-num"):
+        write_toy_family(tmp_path / "new", kind="copy-all")
+    with pytest.raises(ConfigError, match="distinct values"):
+        write_toy_family(tmp_path / "new", n_train=10_000, n_validation=1)
+    with pytest.raises(ConfigError, match="n_train must be a whole number"):
+        write_toy_family(tmp_path / "new", n_train=-1)
+    assert not (tmp_path / "new").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert len(write_toy_family(empty, n_train=1, n_validation=0)) == 1  # an empty dir is fine
+
+
+def play(task: Task, agent: ModelBackend) -> tuple[float, VerifierResult]:
+    env = TerminalEnv(task, reward="partial_progress", max_steps=5)
+    try:
+        reward, info = run_episode(env, agent)
+    finally:
+        env.close()
+    return reward, info["verification"]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_oracle_solves_each_kind_and_nop_does_not(kind, families, base_image):
+    task = load_task(families[kind] / f"toy-{kind}-validation-000")
+    reward, result = play(task, OracleBackend())
+    assert result.strict_success and reward == 1.0, result.message + result.log_tail
+    assert len(result.checks) == 3
+    reward, result = play(task, NopBackend())
+    assert not result.strict_success and result.outcome == "failed" and reward == 0.0
+
+
+@pytest.mark.docker
+def test_several_numbers_or_a_wrong_one_are_only_partial_progress(families, base_image):
+    task = load_task(families["write-number"] / "toy-write-number-train-000")
+    n = int(value_of(task.instruction))
+    several = ScriptedBackend.of_actions([f"seq {n - 1} {n + 1} > /app/answer.txt"])
+    reward, result = play(task, several)  # the right one among others: only "it exists" passes
+    assert result.outcome == "partial" and reward == pytest.approx(0.25), result.message
+    reward, result = play(task, ScriptedBackend.of_actions([f"echo {n + 1} > /app/answer.txt"]))
+    assert result.outcome == "partial" and reward == pytest.approx(0.5), result.message
