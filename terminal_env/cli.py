@@ -29,6 +29,7 @@ from .task import TaskSpec
 from .tasks import load_task
 from .tasks.cli import add_tasks_parser
 from .tasks.pool import load_pool, pool_dir
+from .train.cli import add_train_parser
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tasks_parser(sub)
     add_run_parsers(sub)
+    add_train_parser(sub)
 
     sh = sub.add_parser("shell", help="play an episode yourself in a sandbox")
     sh.add_argument("--image", default="terminal-env/base:bookworm-1")

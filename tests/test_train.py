@@ -294,3 +294,61 @@ def test_ppo_raises_the_reward_of_a_toy_task_from_the_sampled_logprobs(pair):
 def test_critic_module_forward_shape(tokenizer):
     critic = Critic(make_model(tokenizer))
     assert critic(torch.tensor([[1, 2, 3]])).shape == (1, 3)
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_the_train_commands_chain_checkpoints_and_keep_the_critic_through_sft(tokenizer, tmp_path, capsys):
+    from terminal_env.cli import main
+
+    make_model(tokenizer, context=1024).save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    assert main(["train", "init", "--actor", str(tmp_path / "tiny"), "--out", str(tmp_path / "base")]) == 0
+    base = json.loads((tmp_path / "base" / "pair.json").read_text())
+
+    chat = tmp_path / "rsr.jsonl"
+    chat.write_text("\n".join(json.dumps({"messages": [{"role": "user", "content": f"task {i}"},
+                                                       {"role": "assistant", "content": "echo ok"}]})
+                              for i in range(4)) + "\n")
+    assert main(["train", "sft", "--pair", str(tmp_path / "base"), "--data", str(chat), "--out",
+                 str(tmp_path / "sft"), "--lr", "1e-3", "--epochs", "2"]) == 0
+    after = json.loads((tmp_path / "sft" / "pair.json").read_text())
+    assert after["critic"] == base["critic"] and after["actor"] != base["actor"]  # the critic, bit for bit
+    assert after["parent"] == base["id"] and after["stage"] == "sft"
+
+    # the actor, served from its checkpoint, names its weights by the checkpoint's id
+    backend = TransformersBackend(str(tmp_path / "sft" / "actor"))
+    assert backend.weights_version == after["actor"]
+    pair = Pair.load(tmp_path / "sft")
+    try:
+        batch = sampled_episodes(pair, backend, 8, 0, lambda i, _: (i % 4) / 3)
+    finally:
+        backend.close()
+    run = tmp_path / "run"
+    for n, e in enumerate(batch):
+        seq = e.sequences[0]
+        start = seq.mask.index(1)
+        seg = TokenSegment(reason="first", token_ids=seq.token_ids, action_mask=seq.mask,
+                           logprobs=seq.old_logprobs, sampling_logprobs=seq.old_logprobs,
+                           turns=[TurnSpan(turn=0, prompt_start=0, start=start, end=len(seq.token_ids),
+                                           weights=after["actor"])])
+        outcome = "passed" if e.reward == 1.0 else "partial"
+        t = trajectory([seg], outcome=outcome)
+        t.verification = VerifierResult(outcome=outcome, progress=e.reward).model_dump(mode="json")
+        (run / "trials" / f"t{n}" / "0").mkdir(parents=True)
+        t.save(run / "trials" / f"t{n}" / "0" / "trajectory.json")
+    assert main(["train", "ppo", "--pair", str(tmp_path / "sft"), "--trajectories", str(run),
+                 "--out", str(tmp_path / "ppo")]) == 2  # refused: the critic was never recalibrated
+    assert "never recalibrated" in " ".join(capsys.readouterr().err.split())
+    assert main(["train", "critic", "--pair", str(tmp_path / "sft"), "--trajectories", str(run), "--out",
+                 str(tmp_path / "critic"), "--epochs", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["stage"] == "critic" and len(report["epochs"]) >= 2
+    assert main(["train", "ppo", "--pair", str(tmp_path / "critic"), "--trajectories", str(run),
+                 "--out", str(tmp_path / "ppo"), "--force"]) == 0
+    ppo = json.loads((tmp_path / "ppo" / "pair.json").read_text())
+    assert ppo["parent"] == json.loads((tmp_path / "critic" / "pair.json").read_text())["id"]
+    assert main(["train", "ppo", "--pair", str(tmp_path / "ppo"), "--trajectories", str(run),
+                 "--out", str(tmp_path / "ppo2"), "--force"]) == 2  # sampled by other weights
+    assert "must come from the weights being trained" in " ".join(capsys.readouterr().err.split())

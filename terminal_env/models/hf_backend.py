@@ -29,7 +29,8 @@ differences of padded batched arithmetic.
 
 **Weights.** ``load_weights(checkpoint_dir_or_state_dict, version=...)`` swaps the weights
 between requests without rebuilding the backend (it waits for the running requests);
-``weights_version`` names the weights now loaded, and every completion records it (``weights``).
+``weights_version`` names the weights now loaded, and every completion records it (``weights``);
+a checkpoint written by the trainer (:mod:`terminal_env.train.models`) is named by its id.
 
 **Text.** ``text`` is the decoding of the sampled tokens without special tokens, minus any
 ``<think>`` block (moved to ``reasoning``) and minus a matched stop string and what followed it
@@ -224,7 +225,7 @@ class TransformersBackend:
             else model.config
         self.context_length: int | None = getattr(text_config, "max_position_embeddings", None)
         #: the weights answering now (see load_weights); recorded on every completion
-        self.weights_version: str | None = weights_version or self.name
+        self.weights_version: str | None = weights_version or (_checkpoint_id(path) if path else None) or self.name
         self._swaps = itertools.count(1)
         self._sampler = BatchSampler(torch, model, pad_token_id=self.pad_token_id, eos_token_ids=eos,
                                      text=self.chat_tokenizer.text, max_batch=max_batch, name=self.name,
@@ -262,13 +263,14 @@ class TransformersBackend:
         """Swap in new weights: a checkpoint directory (Hugging Face format, as the trainer
         saves it) or an in-memory state dict of the same architecture. Waits for the running
         requests to finish (none is admitted meanwhile); the next requests use the new weights. Returns the new ``weights_version``
-        (``version``, else the directory's name, else ``state-N``)."""
+        (``version``, else the id of a checkpoint the trainer wrote, else the directory's name,
+        else ``state-N``)."""
         torch = self._torch
         if isinstance(source, (str, os.PathLike)):
             path = os.fspath(source)
             _, transformers = _import_hf()
             state = _load_model(transformers, path, None).state_dict()
-            label = version or os.path.basename(path.rstrip("/")) or path
+            label = version or _checkpoint_id(path) or os.path.basename(path.rstrip("/")) or path
         elif isinstance(source, dict):
             state, label = source, version or f"state-{next(self._swaps)}"
         else:
@@ -349,6 +351,17 @@ class TransformersBackend:
             token_ids=sequence, logprobs=sampled.logprobs, sampling_logprobs=sampled.sampling_logprobs,
             prompt_token_ids=prompt, weights=sampled.weights, latency=time.monotonic() - start,
         )
+
+def _checkpoint_id(path: str) -> str | None:
+    """The id of the weights in a checkpoint the trainer wrote (``terminal_env.train.models``:
+    ``terminal_env_checkpoint.json``), so that every turn names the exact weights that sampled it."""
+    try:
+        with open(os.path.join(path, "terminal_env_checkpoint.json")) as f:
+            found = json.load(f).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(found) if found else None
+
 
 def _load_model(transformers: Any, path: str, dtype: Any) -> Any:
     try:
