@@ -185,6 +185,7 @@ def test_episodes_come_from_token_records_and_leave_out_what_must_not_train():
     assert episodes([failed], reward="binary")[0][0].reward == 0.0
     with pytest.raises(ConfigError, match="no token record"):
         episodes([trajectory(None)])
+    assert episodes([trajectory([])])[1] == {"no_turns": 1}  # sampled nothing: nothing to train
     two = trajectory([segment(), segment("context_trimmed")])
     with pytest.raises(ConfigError, match="2 token segments"):
         episodes([two])
@@ -352,3 +353,29 @@ def test_the_train_commands_chain_checkpoints_and_keep_the_critic_through_sft(to
     assert main(["train", "ppo", "--pair", str(tmp_path / "ppo"), "--trajectories", str(run),
                  "--out", str(tmp_path / "ppo2"), "--force"]) == 2  # sampled by other weights
     assert "must come from the weights being trained" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.docker
+def test_rollouts_through_the_pool_train_with_their_own_seeds_and_weights(tokenizer, tmp_path, base_image):
+    from terminal_env.tasks.toy import write_toy_family
+    from terminal_env.train.rollouts import collect
+
+    pair = Pair.start(make_model(tokenizer, context=8192), tokenizer)  # the harness's prompt is ~2,000 tokens
+    tasks = write_toy_family(tmp_path / "toy", n_train=2, n_validation=0, seed=5)
+    backend = TransformersBackend(pair.actor, pair.tokenizer, name="tiny", weights_version="w0")
+    try:
+        trajectories = collect(backend, tasks, attempts=2, max_turns=2, max_concurrency=4, seed=10,
+                               params=SamplingParams(temperature=1.0, max_new_tokens=16))
+        batch, skipped = episodes(trajectories, weights="w0", reward="partial_progress")
+        assert len(batch) == 4 and not skipped
+        assert all(t.verification is not None and t.tokens.num_segments >= 1 for t in trajectories)
+        first = [b.sequences[0] for b in batch]
+        assert first[0].token_ids != first[1].token_ids  # two attempts, two seeds
+        report = PPO(pair, PPOConfig(epochs=1), force=True).update(batch)
+        assert report["first_logprob_gap"] < 1e-3 and report["steps"] >= 1
+        with pytest.raises(ConfigError, match="no token record"):
+            from terminal_env.models.simple import NopBackend
+
+            collect(NopBackend(), tasks)
+    finally:
+        backend.close()

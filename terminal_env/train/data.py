@@ -76,7 +76,8 @@ def load_trajectories(sources: Iterable[str | os.PathLike[str]]) -> list[Traject
 def episodes(trajectories: Iterable[Trajectory], *, reward: str = "strict_success_first",
              multi_segment: str = "refuse", weights: str | None = None) -> tuple[list[Episode], Counter]:
     """The trainable episodes of ``trajectories`` under ``reward``, and what was left out and why
-    (``masked``: infrastructure errors; ``multi_segment``: dropped with ``multi_segment="drop"``).
+    (``masked``: infrastructure errors; ``no_turns``: the model sampled nothing, e.g. its first
+    prompt did not fit; ``multi_segment``: dropped with ``multi_segment="drop"``).
 
     ``weights``: the version of the weights being trained; a turn sampled by other weights is
     refused (PPO's old log-probs must be the current policy's)."""
@@ -92,9 +93,12 @@ def episodes(trajectories: Iterable[Trajectory], *, reward: str = "strict_succes
             continue
         if traj.verification is None:
             raise ConfigError(f"{where} was not verified: only verified episodes train")
-        if traj.tokens is None or not traj.tokens.segments:
+        if traj.tokens is None:
             raise ConfigError(f"{where} has no token record: play it with a token-level backend "
                               f"(the local transformers backend, or the OpenAI backend with token_ids=True)")
+        if not traj.tokens.segments:  # the model sampled nothing (e.g. its first prompt overflowed)
+            skipped["no_turns"] += 1
+            continue
         if traj.tokens.num_segments > 1:
             if multi_segment == "drop":
                 skipped["multi_segment"] += 1
