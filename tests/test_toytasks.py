@@ -1,6 +1,7 @@
 """The generated toy family (:mod:`terminal_env.tasks.toy`): it loads through the task loader
-with its splits and metadata, its values never repeat across splits, a non-empty destination is
-refused, and (with Docker) the oracle solves each kind, the nop agent does not, and writing
+with its splits and metadata, its values never repeat across splits (for ``choose-word``: its
+combinations never do, and every validation word and file is in train), a non-empty destination
+is refused, and (with Docker) the oracle solves each kind, the nop agent does not, and writing
 several numbers or a wrong one is only partial progress."""
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from terminal_env.protocols import ModelBackend
 from terminal_env.tasks import Task, load_task, validate
 from terminal_env.tasks.check import CANARY
 from terminal_env.tasks.pool import load_pool, pool_problems
-from terminal_env.tasks.toy import KINDS, write_toy_family
+from terminal_env.tasks.toy import CHOICE_FILES, KINDS, WORDS, write_toy_family
 from terminal_env.verify import VerifierResult
 
-N_TRAIN, N_VALIDATION = 3, 2
+N_TRAIN, N_VALIDATION = 8, 2  # choose-word needs 8 train tasks to hold every word and file
+#: the kinds whose every task has a value of its own
+DISTINCT = [kind for kind in KINDS if kind != "choose-word"]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +38,12 @@ def value_of(instruction: str) -> str:
     found = re.search(r"\b(?:number|word) (\w+)", instruction)
     assert found, instruction
     return found.group(1)
+
+
+def combination_of(instruction: str) -> tuple[str, str]:
+    found = re.fullmatch(r"Write the word (\w+) to /app/([\w.]+)\.", instruction.strip())
+    assert found, instruction
+    return found.group(1), found.group(2)
 
 
 def values_by_split(root: Path) -> dict[str, list[str]]:
@@ -69,7 +78,7 @@ def test_the_family_loads_with_its_splits_and_metadata(kind, families):
     assert [p for p in pool_problems(root) if p.field != "metadata.family"] == []
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", DISTINCT)
 def test_values_never_repeat_across_splits_and_follow_the_seed(kind, tmp_path):
     write_toy_family(tmp_path / "a", n_train=60, n_validation=40, seed=3, kind=kind)
     values = values_by_split(tmp_path / "a")
@@ -79,6 +88,33 @@ def test_values_never_repeat_across_splits_and_follow_the_seed(kind, tmp_path):
     assert tree(tmp_path / "a") == tree(tmp_path / "b")  # the same arguments, the same bytes
     write_toy_family(tmp_path / "c", n_train=60, n_validation=40, seed=4, kind=kind)
     assert values_by_split(tmp_path / "c") != values
+
+
+def test_choose_word_validation_holds_unseen_combinations_of_seen_words_and_files(tmp_path):
+    write_toy_family(tmp_path / "a", n_train=48, n_validation=16, seed=3, kind="choose-word")
+    combos = {split: [combination_of(t.instruction) for t in load_pool(tmp_path / "a", splits=[split])]
+              for split in ("train", "validation")}
+    train, val = combos["train"], combos["validation"]
+    assert len(set(train)) == 48 and len(set(val)) == 16  # no combination twice in a split
+    assert not set(train) & set(val)  # nor in both
+    assert {w for w, _ in train} == set(WORDS) and {f for _, f in train} == set(CHOICE_FILES)
+    # 16 validation tasks are two whole diagonals: each word and each file exactly twice
+    assert sorted(w for w, _ in val) == sorted(WORDS * 2)
+    assert sorted(f for _, f in val) == sorted(CHOICE_FILES * 2)
+    # the smallest family with a validation split still has every word and file in train
+    write_toy_family(tmp_path / "small", n_train=8, n_validation=56, seed=5, kind="choose-word")
+    small = [combination_of(t.instruction) for t in load_pool(tmp_path / "small", splits=["train"])]
+    assert {w for w, _ in small} == set(WORDS) and {f for _, f in small} == set(CHOICE_FILES)
+    write_toy_family(tmp_path / "b", n_train=48, n_validation=16, seed=3, kind="choose-word")
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")  # the same arguments, the same bytes
+    write_toy_family(tmp_path / "c", n_train=48, n_validation=16, seed=4, kind="choose-word")
+    assert tree(tmp_path / "c") != tree(tmp_path / "a")
+    with pytest.raises(ConfigError, match="at least 8 train tasks"):
+        write_toy_family(tmp_path / "d", n_train=7, n_validation=1, kind="choose-word")
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(ConfigError, match="only 64 distinct values"):
+        write_toy_family(tmp_path / "d", n_train=60, n_validation=5, kind="choose-word")
+    assert len(write_toy_family(tmp_path / "e", n_train=3, n_validation=0, kind="choose-word")) == 3
 
 
 def test_a_non_empty_or_wrong_destination_is_refused_with_the_fix(tmp_path):

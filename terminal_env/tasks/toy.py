@@ -20,6 +20,13 @@ Kinds (one kind per family; call twice, into two directories, for two families):
 * ``create-file``: "Create the file /app/notes.txt containing the word bokari." Solved by
   ``echo bokari > /app/notes.txt``. File names come from a short list and repeat; the word is
   the task's value.
+* ``choose-word``: "Write the word lazy to /app/fox.txt." Solved by ``echo lazy >
+  /app/fox.txt``. The word comes from a closed set of 8 (:data:`WORDS`) and the file from a
+  closed set of 8 (:data:`CHOICE_FILES`): 64 combinations. Meant to be easier for a tiny model
+  than the others: it must carry a word and a file name it has seen in training from the
+  instruction into its command, not copy arbitrary characters (a 115k-parameter model does not
+  learn to copy a 4-digit number). The tiny model of the benchmark has not learned this either
+  yet (``benchmarks/README.md``, ``train_toy.py``).
 
 Each task is an ordinary Harbor task directory, in the format of the bundled pool (``tasks/``):
 ``task.toml`` (split, ``family = "toy-<kind>"``, category ``toy``, the pool's canary, weights of
@@ -34,6 +41,17 @@ holds exactly one number or word (1), and that is the task's value (2). So an em
 Values come from ``random.Random(seed)`` and are drawn without replacement for the whole family,
 so no train task shares its value with a validation task, and the same arguments always write
 the same bytes.
+
+``choose-word`` is the exception, on purpose: its words and files *do* repeat across splits
+(there are only 8 of each), and what never repeats is the *combination*. Its validation split
+measures compositional generalisation: every validation task is a (word, file) pair no train
+task has, while each of its words and each of its files appears in train (with other partners).
+The 64 cells of the word x file grid are dealt in 8 "diagonals" (after shuffling both sets,
+diagonal d holds word i with file i + d mod 8), each holding every word once and every file
+once: validation takes whole diagonals first (16 validation tasks: each word and each file
+exactly twice), train takes diagonals from the other end. So at least 8 train tasks are needed
+when there is a validation split, and then the first diagonal given to train already holds every
+word and every file.
 
 Train and validation share one ``family`` on purpose: the toy family measures in-distribution
 generalisation to unseen values. :func:`terminal_env.tasks.pool.pool_problems`, whose rule is that
@@ -58,6 +76,14 @@ FAMILY_PREFIX = "toy-"
 NUMBERS = range(100, 10_000)
 #: the files a ``create-file`` task asks for (they repeat across tasks; the word does not)
 FILE_NAMES = ("notes.txt", "word.txt", "label.txt", "greeting.txt", "memo.txt", "tag.txt")
+#: the closed sets of a ``choose-word`` task, 8 each. They are words of the corpus the tests' tiny
+#: tokenizer is trained on (``tests/tiny_lm.py``), chosen so that in that tokenizer each starts
+#: with a token no other member starts with and that the generic harness's system prompt
+#: (almost) never contains: finding the word in the instruction is then one attention lookup.
+#: Neither these nor words spelled letter by letter ("mango": m, a, n, g, o, letters the system
+#: prompt is full of) were learned in 8 to 12 epochs of the benchmark's SFT so far.
+WORDS = ("brown", "head", "hello", "jumps", "lazy", "over", "python", "quick")
+CHOICE_FILES = ("cat.txt", "dog.txt", "fox.txt", "grep.txt", "ls.txt", "pytest.txt", "src.txt", "tmp.txt")
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
 
@@ -111,8 +137,9 @@ class _Kind:
     """What makes one kind of toy task: its values and the text of its files."""
 
     noun: str  # what the file must hold: "number" or "word"
-    capacity: int  # how many distinct values the kind can draw
-    draw: Callable[[random.Random, int], list[tuple[str, str]]]  # n distinct (path, value)
+    capacity: int  # how many distinct tasks the kind can draw
+    # (path, value) of n_train then n_validation tasks, no two the same
+    draw: Callable[[random.Random, int, int], list[tuple[str, str]]]
     instruction: Callable[[str, str], str]
     pattern: str  # the token the file must hold, as a regular expression
     compare: str  # the expression of the hidden test that must equal EXPECTED
@@ -134,18 +161,42 @@ def _draw_words(rng: random.Random, n: int) -> list[tuple[str, str]]:
     return [(f"/app/{rng.choice(FILE_NAMES)}", w) for w in words]
 
 
+def _deal_combinations(rng: random.Random, n_train: int, n_validation: int) -> list[tuple[str, str]]:
+    """``choose-word``: validation from whole diagonals of the shuffled word x file grid, train
+    from the diagonals at the other end (shuffled), so no combination is in both splits and every
+    word and file of validation is in train (the module's docstring)."""
+    if n_validation and n_train < len(WORDS):
+        raise ConfigError(f"choose-word needs at least {len(WORDS)} train tasks when it has a validation "
+                          f"split (every word and file of validation must appear in train), not {n_train}")
+    words, files = rng.sample(WORDS, len(WORDS)), rng.sample(CHOICE_FILES, len(CHOICE_FILES))
+    diagonals = rng.sample(range(len(WORDS)), len(WORDS))
+    cells = [(f"/app/{files[(i + d) % len(files)]}", words[i]) for d in diagonals for i in range(len(words))]
+    validation = cells[:n_validation]
+    train = cells[::-1][:n_train]
+    rng.shuffle(train)
+    return train + validation
+
+
 _SYLLABLES = len(_CONSONANTS) * len(_VOWELS)
 
 KINDS: dict[str, _Kind] = {
     "write-number": _Kind(
-        noun="number", capacity=len(NUMBERS), draw=_draw_numbers,
+        noun="number", capacity=len(NUMBERS),
+        draw=lambda rng, n_train, n_validation: _draw_numbers(rng, n_train + n_validation),
         instruction=lambda path, value: f"Write the number {value} to {path}.",
         pattern=r"[+-]?[0-9]+", compare="int(content())",
     ),
     "create-file": _Kind(
         # as many as there are three-syllable words: the draw always finishes
-        noun="word", capacity=_SYLLABLES**3, draw=_draw_words,
+        noun="word", capacity=_SYLLABLES**3,
+        draw=lambda rng, n_train, n_validation: _draw_words(rng, n_train + n_validation),
         instruction=lambda path, value: f"Create the file {path} containing the word {value}.",
+        pattern=r"[A-Za-z]+", compare="content()",
+    ),
+    "choose-word": _Kind(
+        # values repeat across tasks and splits; combinations do not
+        noun="word", capacity=len(WORDS) * len(CHOICE_FILES), draw=_deal_combinations,
+        instruction=lambda path, value: f"Write the word {value} to {path}.",
         pattern=r"[A-Za-z]+", compare="content()",
     ),
 }
@@ -220,7 +271,7 @@ def _check_args(dest: Path, n_train: int, n_validation: int, seed: int, kind: st
         raise ConfigError("n_train + n_validation is 0: ask for at least one toy task")
     if total > KINDS[kind].capacity:
         raise ConfigError(f"{total} {kind} tasks asked for, but the kind has only "
-                          f"{KINDS[kind].capacity} distinct values; ask for fewer")
+                          f"{KINDS[kind].capacity} distinct values (or combinations); ask for fewer")
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"{dest} exists and is not a directory; give a new or empty "
                           "directory for the toy family")
@@ -242,13 +293,14 @@ def write_toy_family(
 
     ``dest`` must not exist or be empty (:class:`~terminal_env.errors.ConfigError` otherwise).
     Values are drawn from ``random.Random(seed)`` without replacement, so train and validation
-    never share one; the same arguments write the same bytes.
+    never share one (for ``choose-word``: never share a combination of word and file); the same
+    arguments write the same bytes.
     """
     root = Path(dest)
     _check_args(root, n_train, n_validation, seed, kind)
     k = KINDS[kind]
     rng = random.Random(seed)
-    drawn = k.draw(rng, n_train + n_validation)
+    drawn = k.draw(rng, n_train, n_validation)
     plan = [("train", i, drawn[i]) for i in range(n_train)]
     plan += [("validation", i, drawn[n_train + i]) for i in range(n_validation)]
     paths: list[Path] = []

@@ -1,0 +1,368 @@
+"""The reference trainer end to end on one CPU: SFT, critic recalibration and PPO on the toy tasks.
+
+Usage: python benchmarks/train_toy.py [--kind choose-word] [--train 48] [--validation 16] [--seeds 2]
+                                      [--temperature 0.6] [--hidden 64] [--layers 2]
+                                      [--sft-epochs 10] [--sft-lr 3e-3] [--sft-batch 2]
+                                      [--critic-epochs 8] [--critic-episodes 32] [--critic-init sft]
+                                      [--ppo-iterations 2] [--ppo-episodes 16] [--force-ppo REASON]
+                                      [--workers 4] [--seed 0] [--skip-critic] [--skip-ppo] [--out FILE]
+
+Nothing is downloaded: the model is the tiny in-process Llama of the tests (tests/tiny_lm.py,
+its 320-token byte-level BPE tokenizer and chat template), made wider and given a 4,096-token
+context (the generic harness's system prompt alone is ~2,000 of its tokens; the harness is used
+as it is, not shortened). The tasks are a generated toy family
+(:func:`terminal_env.tasks.toy.write_toy_family`), by default of the ``choose-word`` kind ("Write
+the word lazy to /app/fox.txt.": a word and a file from closed sets of 8, validation made of
+combinations no train task has), ``--train`` train and ``--validation`` validation tasks,
+written under a temporary directory that is removed at the end. ``--kind write-number`` was the
+first attempt (a 4-digit number the tiny model never learned to copy). Every episode
+is a real :class:`TerminalEnv` episode in Docker (no network), scored by the task's protected
+verifier, and every env is closed.
+
+Phases (wall time of each is reported):
+
+1. ``collect``: a scripted agent (``ScriptedBackend.of_actions``) runs each train task's oracle
+   command (the last line of ``solution/solve.sh``) through the generic harness, then submits.
+   The strict successes are the verified episodes; ``Trajectory.to_chat()`` of each becomes a chat
+   record, and :func:`terminal_env.train.data.sft_samples` the supervised samples.
+2. ``base``: the untrained model plays every validation task under ``--seeds`` seeds at
+   ``--temperature`` (local :class:`TransformersBackend`, generic harness, 3 turns at most).
+3. ``sft``: :func:`terminal_env.train.sft.sft` on the samples; the weights are pushed into the
+   serving backend with ``load_weights``; then the validation tasks are played again.
+   **Claim 1**: strict success (Mean@k over the seeds) after SFT > before.
+4. ``critic``: the critic's body is replaced by a copy of the SFT actor (``--critic-init sft``;
+   ``base`` keeps the copy of the base model :meth:`Pair.start` made); the SFT actor plays the
+   train tasks (``--critic-episodes`` episodes);
+   :func:`terminal_env.train.data.episodes` (reward ``strict_success_first``) and
+   :func:`terminal_env.train.critic.recalibrate` fit the critic (held-out explained variance per
+   epoch). **Claim 2**: final held-out EV > initial EV.
+5. ``ppo``: ``--ppo-iterations`` times: rollouts of the current actor on train tasks, ``episodes``
+   (refusing turns sampled by other weights), ``PPO.update``, ``load_weights``. Then the validation
+   tasks are played again. **Claim 3**: validation mean reward after PPO > after SFT (the PPO
+   starting point).
+
+Prints one JSON document on stdout (progress on stderr), also written to ``--out``; exits 1 if a
+claim that was run fails. ``claims`` says which held. Note the statistical caveat: with 16
+validation tasks and 2 seeds, a difference of a few points is noise; the JSON reports the
+per-seed rates so the spread can be seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # the tiny model of the tests
+
+from _common import log  # noqa: E402
+
+from terminal_env import TerminalEnv  # noqa: E402
+from terminal_env.agent import run_agent  # noqa: E402
+from terminal_env.harness import get_harness  # noqa: E402
+from terminal_env.models.base import SamplingParams  # noqa: E402
+from terminal_env.models.simple import ScriptedBackend  # noqa: E402
+from terminal_env.tasks.toy import write_toy_family  # noqa: E402
+
+REWARD = "strict_success_first"
+MAX_TURNS = 3
+
+
+def oracle_command(task: Path) -> str:
+    """The oracle's command: the last line of the generated ``solution/solve.sh``."""
+    return (task / "solution" / "solve.sh").read_text().strip().splitlines()[-1]
+
+
+def play(jobs: list[tuple[Path, int]], make_backend, params: SamplingParams, workers: int) -> list[Any]:
+    """Play ``(task, seed)`` jobs on ``workers`` threads, one fresh TerminalEnv per episode (closed
+    after it); returns the trajectories in job order (None for an episode that raised)."""
+    out: list[Any] = [None] * len(jobs)
+    errors: list[str] = []
+    lock = threading.Lock()
+    queue = list(enumerate(jobs))
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                i, (task, seed) = queue.pop(0)
+            env = None
+            try:
+                env = TerminalEnv(str(task), max_steps=20, time_limit=None)
+                out[i] = run_agent(env, get_harness("generic"), make_backend(task), params=params,
+                                   max_turns=MAX_TURNS, seed=seed)
+            except Exception as e:  # noqa: BLE001 - reported with the phase
+                with lock:
+                    errors.append(f"{task.name}: {type(e).__name__}: {e}")
+            finally:
+                if env is not None:
+                    env.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(max(1, min(workers, len(jobs))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        log(f"  {len(errors)} episodes raised: {errors[:3]}")
+    return out
+
+
+def summarise(trajs: list[Any], seeds: list[int], n_tasks: int) -> dict[str, Any]:
+    """Strict success and mean reward, overall (Mean@k) and per seed; masked episodes excluded."""
+    per_seed = []
+    for k, seed in enumerate(seeds):
+        part = [t for t in trajs[k * n_tasks:(k + 1) * n_tasks] if t is not None and not t.masked]
+        per_seed.append({
+            "seed": seed, "episodes": len(part),
+            "strict_success": round(sum(t.strict_success for t in part) / max(1, len(part)), 4),
+            "mean_reward": round(sum(t.rewards.get(REWARD, 0.0) for t in part) / max(1, len(part)), 4),
+        })
+    valid = [t for t in trajs if t is not None and not t.masked]
+    terminations: dict[str, int] = {}
+    for t in valid:
+        terminations[t.termination] = terminations.get(t.termination, 0) + 1
+    sample = next((t for t in valid if t.strict_success), valid[0] if valid else None)
+    first_reply = None
+    if sample is not None and sample.turns and sample.turns[0].completion is not None:
+        first_reply = sample.turns[0].completion.text
+    return {
+        "episodes": len(valid), "masked_or_failed": len(trajs) - len(valid),
+        "strict_success": round(sum(s["strict_success"] for s in per_seed) / len(per_seed), 4),  # Mean@k
+        "mean_reward": round(sum(s["mean_reward"] for s in per_seed) / len(per_seed), 4),
+        "mean_progress": round(sum(t.progress for t in valid) / max(1, len(valid)), 4),
+        "per_seed": per_seed, "terminations": terminations, "example_first_reply": first_reply,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", default="choose-word", help="toy task kind (terminal_env.tasks.toy.KINDS)")
+    ap.add_argument("--train", type=int, default=48, help="train tasks")
+    ap.add_argument("--validation", type=int, default=16, help="validation tasks")
+    ap.add_argument("--seeds", type=int, default=2, help="k of Mean@k on validation")
+    ap.add_argument("--temperature", type=float, default=0.6)
+    ap.add_argument("--new-tokens", type=int, default=48, help="max new tokens per turn")
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--sft-epochs", type=int, default=10)
+    ap.add_argument("--sft-lr", type=float, default=3e-3)
+    ap.add_argument("--sft-batch", type=int, default=2, help="SFT batch size (smaller: more optimizer steps)")
+    ap.add_argument("--critic-epochs", type=int, default=8)
+    ap.add_argument("--critic-lr", type=float, default=1e-3)
+    ap.add_argument("--critic-episodes", type=int, default=32, help="SFT-actor episodes the critic is fitted on")
+    ap.add_argument("--critic-init", choices=("sft", "base"), default="sft",
+                    help="the critic's body: a copy of the SFT actor (default) or of the base model")
+    ap.add_argument("--ppo-iterations", type=int, default=2)
+    ap.add_argument("--ppo-episodes", type=int, default=16, help="train episodes per rollout")
+    ap.add_argument("--ppo-actor-lr", type=float, default=3e-4)
+    ap.add_argument("--ppo-critic-lr", type=float, default=1e-3)
+    ap.add_argument("--force-ppo", metavar="REASON", default=None,
+                    help="run PPO even if the critic's explained variance is below PPO's threshold; the "
+                         "reason is recorded in the JSON")
+    ap.add_argument("--workers", type=int, default=4, help="concurrent episodes")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the task family, the model and the trainer")
+    ap.add_argument("--skip-critic", action="store_true")
+    ap.add_argument("--skip-ppo", action="store_true")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    import torch  # the optional extra [train]
+    from tiny_lm import make_model, make_tokenizer
+
+    from terminal_env.errors import ConfigError
+    from terminal_env.models.hf_backend import TransformersBackend
+    from terminal_env.train.critic import CriticConfig, recalibrate
+    from terminal_env.train.data import episodes, sft_samples
+    from terminal_env.train.models import Critic, Pair
+    from terminal_env.train.ppo import PPO, PPOConfig
+    from terminal_env.train.sft import SFTConfig, sft
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    t_all = time.perf_counter()
+    wall: dict[str, float] = {}
+    result: dict[str, Any] = {"benchmark": "train_toy"}
+    claims: dict[str, Any] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="terminal-env-train-toy-"))
+    backend = None
+    try:
+        paths = write_toy_family(tmp / "toy", n_train=args.train, n_validation=args.validation, seed=args.seed,
+                                 kind=args.kind)
+        train, validation = paths[:args.train], paths[args.train:]
+        tokenizer = make_tokenizer()
+        pair = Pair.start(make_model(tokenizer, seed=args.seed, context=4096, hidden=args.hidden,
+                                     layers=args.layers), tokenizer)
+        # the serving copy: the trainer's weights reach it only through load_weights
+        backend = TransformersBackend(copy.deepcopy(pair.actor), tokenizer, name="tiny", max_batch=args.workers,
+                                      weights_version="base")
+        params = SamplingParams(max_new_tokens=args.new_tokens, temperature=args.temperature)
+        seeds = [1000 + k for k in range(args.seeds)]
+        validation_jobs = [(task, seed) for seed in seeds for task in validation]
+
+        def validate(label: str) -> dict[str, Any]:
+            t0 = time.perf_counter()
+            res = summarise(play(validation_jobs, lambda _: backend, params, args.workers), seeds, len(validation))
+            wall[f"validate_{label}"] = round(time.perf_counter() - t0, 1)
+            res["weights"] = backend.weights_version
+            log(f"validation [{label}]: strict success {res['strict_success']}, mean reward {res['mean_reward']} "
+                f"({res['episodes']} episodes, {wall[f'validate_{label}']} s)")
+            return res
+
+        def push(version: str) -> None:
+            backend.load_weights({k: v.detach().clone() for k, v in pair.actor.state_dict().items()},
+                                 version=version)
+
+        def rollouts(n: int, iteration: int) -> list[Any]:
+            jobs = [(train[(iteration * n + i) % len(train)], 10_000 * (iteration + 1) + i) for i in range(n)]
+            return [t for t in play(jobs, lambda _: backend, params, args.workers) if t is not None]
+
+        # -- 1. verified episodes from a scripted agent running the oracle's command -------------
+        t0 = time.perf_counter()
+        scripted = play([(task, 0) for task in train],
+                        lambda task: ScriptedBackend.of_actions([oracle_command(task)], name="oracle-command"),
+                        SamplingParams(), args.workers)
+        verified = [t for t in scripted if t is not None and t.strict_success]
+        records = [t.to_chat() for t in verified]
+        samples = sft_samples(records, backend.chat_tokenizer)
+        wall["collect"] = round(time.perf_counter() - t0, 1)
+        log(f"collect: {len(verified)}/{len(train)} scripted episodes verified strict successes, "
+            f"{len(samples)} samples of {len(samples[0].token_ids) if samples else 0} tokens "
+            f"({wall['collect']} s)")
+        result["collect"] = {"train_tasks": len(train), "verified": len(verified),
+                             "samples": len(samples),
+                             "sample_tokens": [min(len(s.token_ids) for s in samples),
+                                               max(len(s.token_ids) for s in samples)] if samples else None,
+                             "trained_tokens_per_sample": round(sum(sum(s.mask) for s in samples)
+                                                                / max(1, len(samples)), 1),
+                             "example": records[0]["messages"][2:] if records else None}
+
+        # -- 2./3. base, SFT, after SFT ----------------------------------------------------------
+        result["base"] = validate("base")
+        t0 = time.perf_counter()
+        report = sft(pair, samples, SFTConfig(epochs=args.sft_epochs, lr=args.sft_lr, batch_size=args.sft_batch,
+                                              seed=args.seed))
+        wall["sft"] = round(time.perf_counter() - t0, 1)
+        log(f"sft: loss per epoch {[round(x, 4) for x in report['loss']]} ({wall['sft']} s)")
+        push("sft")
+        result["sft"] = {"loss": [round(x, 4) for x in report["loss"]], "samples": report["samples"],
+                         "trained_tokens": report["tokens"]}
+        result["after_sft"] = validate("after_sft")
+        claims["sft_raises_validation_strict_success"] = (
+            result["after_sft"]["strict_success"] > result["base"]["strict_success"])
+
+        # -- 4. critic recalibration on the SFT actor's episodes --------------------------------
+        if not args.skip_critic:
+            t0 = time.perf_counter()
+            if args.critic_init == "sft":  # the value model starts from what the SFT actor knows
+                pair.critic = Critic.from_actor(pair.actor)
+            trajs = rollouts(args.critic_episodes, 0)
+            batch, skipped = episodes(trajs, reward=REWARD, multi_segment="drop", weights=backend.weights_version)
+            t_roll = time.perf_counter() - t0
+            calibration = recalibrate(pair, batch, CriticConfig(epochs=args.critic_epochs, lr=args.critic_lr,
+                                                                batch_size=4, target_explained_variance=0.9,
+                                                                seed=args.seed))
+            wall["critic"] = round(time.perf_counter() - t0, 1)
+            rewards = [e.reward for e in batch]
+            result["critic"] = {
+                "episodes": len(batch), "skipped": dict(skipped), "rollout_seconds": round(t_roll, 1),
+                "episode_rewards": {r: rewards.count(r) for r in sorted(set(rewards))},
+                "held_out": calibration["held_out"],
+                "explained_variance_per_epoch": [h["explained_variance"] for h in calibration["epochs"]],
+                "correlation_per_epoch": [h["correlation"] for h in calibration["epochs"]],
+                "initial_explained_variance": calibration["initial_explained_variance"],
+                "explained_variance": calibration["explained_variance"],
+                "return_variance": round(float(torch.tensor(rewards).var(unbiased=False)), 6) if rewards else None}
+            pair.meta = {**pair.meta, "stage": "critic", "metrics": {"critic": calibration}}
+            log(f"critic: held-out EV per epoch {result['critic']['explained_variance_per_epoch']} "
+                f"({wall['critic']} s)")
+            claims["critic_raises_explained_variance"] = (
+                calibration["explained_variance"] > calibration["initial_explained_variance"])
+
+        # -- 5. PPO from the SFT checkpoint ------------------------------------------------------
+        trainer = None
+        if not args.skip_ppo and not args.skip_critic:
+            t0 = time.perf_counter()
+            config = PPOConfig(epochs=2, batch_size=4, actor_lr=args.ppo_actor_lr, critic_lr=args.ppo_critic_lr,
+                               lam=1.0, seed=args.seed)
+            ev = pair.meta["metrics"]["critic"]["explained_variance"]
+            forced = args.force_ppo is not None and ev < config.min_explained_variance
+            try:
+                trainer = PPO(pair, config, force=args.force_ppo is not None)
+            except ConfigError as e:  # the critic is below PPO's threshold: reported, not hidden
+                trainer = None
+                result["ppo"] = {"refused": str(e)}
+                claims["ppo_raises_validation_mean_reward"] = False
+                log(f"ppo refused: {e}")
+            iterations = []
+            for it in range(args.ppo_iterations if trainer is not None else 0):
+                t1 = time.perf_counter()
+                trajs = rollouts(args.ppo_episodes, it + 1)
+                batch, skipped = episodes(trajs, reward=REWARD, multi_segment="drop",
+                                          weights=backend.weights_version)
+                t_roll = time.perf_counter() - t1
+                upd = trainer.update(batch)
+                push(f"ppo-{it + 1}")
+                iterations.append({"iteration": it + 1, "episodes": len(batch), "skipped": dict(skipped),
+                                   "rollout_mean_reward": round(upd["mean_reward"], 4),
+                                   "rollout_strict_success": round(sum(t.strict_success for t in trajs)
+                                                                   / max(1, len(trajs)), 4),
+                                   **{k: round(upd[k], 5) for k in ("policy_loss", "value_loss", "entropy",
+                                                                    "approx_kl", "clip_fraction")},
+                                   "first_logprob_gap": upd["first_logprob_gap"],
+                                   "seconds": round(time.perf_counter() - t1, 1),
+                                   "rollout_seconds": round(t_roll, 1)})
+                log(f"ppo {it + 1}: rollout mean reward {iterations[-1]['rollout_mean_reward']}, "
+                    f"strict {iterations[-1]['rollout_strict_success']}, gap {upd['first_logprob_gap']:.2e} "
+                    f"({iterations[-1]['seconds']} s)")
+            wall["ppo"] = round(time.perf_counter() - t0, 1)
+        if trainer is not None:
+            result["ppo"] = {"iterations": iterations, "forced_past_critic_threshold": forced,
+                             "force_reason": args.force_ppo if forced else None,
+                             "critic_explained_variance_at_start": ev,
+                             "min_explained_variance": config.min_explained_variance,
+                             "config": {"epochs": config.epochs, "batch_size": config.batch_size,
+                                        "actor_lr": config.actor_lr, "critic_lr": config.critic_lr,
+                                        "lam": config.lam, "clip": config.clip}}
+            result["after_ppo"] = validate("after_ppo")
+            claims["ppo_raises_validation_mean_reward"] = (
+                result["after_ppo"]["mean_reward"] > result["after_sft"]["mean_reward"])
+    finally:
+        if backend is not None:
+            backend.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    wall["total"] = round(time.perf_counter() - t_all, 1)
+    result.update({
+        "claims": claims, "ok": bool(claims) and all(claims.values()), "wall_seconds": wall,
+        "seeds": {"family_model_trainer": args.seed, "validation_episode_seeds": seeds,
+                  "rollout_seeds": "10000 * (iteration + 1) + i"},
+        "config": {**{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                   "reward": REWARD, "max_turns": MAX_TURNS, "harness": "generic (unchanged system prompt)",
+                   "context": 4096},
+        "model": f"tests/tiny_lm.py Llama ({args.layers} layers, hidden {args.hidden}), CPU, "
+                 f"{torch.get_num_threads()} threads",
+        "parameters": sum(p.numel() for p in pair.actor.parameters()),
+        "machine": {"python": platform.python_version(), "torch": torch.__version__,
+                    "cpus": __import__("os").cpu_count()},
+    })
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
