@@ -8,6 +8,9 @@ the critic's explained variance and value/return correlation on the held-out act
 measured and reported, and training ends as soon as the explained variance reaches
 ``target_explained_variance`` (or after ``epochs``). PPO reads the final measurement from the
 checkpoint and refuses a critic below its threshold unless told to.
+
+Under torchrun with a sharded critic each rank trains on its share of each batch (its loss scaled,
+:mod:`~terminal_env.train.distributed`); every rank measures the whole held-out part.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import torch
 
 from ..errors import ConfigError
 from .data import Episode, Sequence, episode_targets, pad, pad_id
+from .distributed import loss_scale, mean_over_ranks, rank_share, require_sharded
 from .losses import correlation, explained_variance, value_loss
 from .models import Pair, action_values
 
@@ -44,6 +48,7 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
                           f"on), not {len(episodes)}")
     pair.actor.requires_grad_(False)  # frozen: not trained, not run
     critic, device = pair.critic, next(pair.critic.parameters()).device
+    require_sharded(critic)
     critic.requires_grad_(True)
     generator = torch.Generator().manual_seed(config.seed)
     order = torch.randperm(len(episodes), generator=generator).tolist()
@@ -58,16 +63,21 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
         shuffled = torch.randperm(len(rows), generator=generator).tolist()
         total = 0.0
         for start in range(0, len(shuffled), config.batch_size):
-            part = [rows[i] for i in shuffled[start:start + config.batch_size]]
+            picked = shuffled[start:start + config.batch_size]
+            share, real = rank_share(picked)
+            part = [rows[i] for i in share]
             batch = pad([s for s, _ in part], fill, device)
+            if not real:
+                batch["mask"].zero_()
             returns = _padded([r for _, r in part], batch["mask"].shape[1], device)
             values = action_values(critic, batch)
             loss = value_loss(values, values.detach(), returns, batch["mask"], clip=None)
+            loss = loss * loss_scale(batch["mask"])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(critic.parameters(), config.max_grad_norm)
             optimizer.step()
-            total += loss.item() * len(part)
+            total += mean_over_ranks(loss.detach()).item() * len(picked)
         history.append({"epoch": epoch, "train_loss": total / len(rows),
                         **_measure(critic, held_out, fill, device, config)})
         if history[-1]["explained_variance"] >= config.target_explained_variance:

@@ -15,6 +15,11 @@ One :meth:`PPO.update` on a batch of episodes sampled by the current actor:
 PPO starts only from a calibrated critic: the critic's explained variance recorded in the
 checkpoint (by :func:`terminal_env.train.critic.recalibrate`) must reach
 ``min_explained_variance``, unless ``force``.
+
+Under torchrun with a sharded actor and critic every rank computes the targets of every episode
+(so the whitening and the minibatches are the same everywhere), then trains on its share of each
+minibatch, its loss scaled so that the averaged gradients are the single-process ones
+(:mod:`~terminal_env.train.distributed`); the reported terms are the minibatch's token means.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import torch
 
 from ..errors import ConfigError
 from .data import Episode, Sequence, episode_targets, pad, pad_id
+from .distributed import loss_scale, max_over_ranks, mean_over_ranks, rank_share, require_sharded
 from .losses import entropy, kl_penalty, masked_mean, policy_loss, value_loss, whiten
 from .models import Pair, action_values, sampled_logprobs
 
@@ -76,6 +82,7 @@ class PPO:
         if not force and ev < self.config.min_explained_variance:
             raise ConfigError(f"the critic explains {ev} of the returns' variance, below min_explained_variance="
                               f"{self.config.min_explained_variance}: recalibrate it on more episodes, or force")
+        require_sharded(pair.actor, pair.critic)
         self.device = next(pair.actor.parameters()).device
         self.fill = pad_id(pair.tokenizer)
         self.actor_optimizer = torch.optim.AdamW(pair.actor.parameters(), lr=self.config.actor_lr)
@@ -104,15 +111,18 @@ class PPO:
         for _ in range(c.epochs):
             order = torch.randperm(len(rows), generator=self.generator).tolist()
             for start in range(0, len(order), c.batch_size):
-                picked = order[start:start + c.batch_size]
+                picked, real = rank_share(order[start:start + c.batch_size])
                 batch = pad([rows[i].sequence for i in picked], self.fill, self.device)
+                if not real:
+                    batch["mask"].zero_()
                 width, mask = batch["mask"].shape[1], batch["mask"]
                 advantages = _stack([rows[i].advantages for i in picked], width, self.device)
                 returns = _stack([rows[i].returns for i in picked], width, self.device)
                 old_values = _stack([rows[i].old_values for i in picked], width, self.device)
                 logprobs, logits = sampled_logprobs(actor, batch, temperature, with_logits=True)
                 if first_gap is None:  # before any step: the policy is the one that sampled
-                    first_gap = float(((logprobs.detach() - batch["old_logprobs"]).abs() * mask).max())
+                    gap = ((logprobs.detach() - batch["old_logprobs"]).abs() * mask).max()
+                    first_gap = float(max_over_ranks(gap))
                 terms = {"policy_loss": policy_loss(logprobs, batch["old_logprobs"], advantages, mask,
                                                     c.clip, c.dual_clip),
                          "entropy": entropy(logits / temperature, mask)}
@@ -128,13 +138,15 @@ class PPO:
                 terms["approx_kl"] = masked_mean(batch["old_logprobs"] - logprobs, mask)
                 self.actor_optimizer.zero_grad(set_to_none=True)
                 self.critic_optimizer.zero_grad(set_to_none=True)
-                (actor_loss + terms["value_loss"]).backward()
+                scale = loss_scale(mask)
+                ((actor_loss + terms["value_loss"]) * scale).backward()
                 torch.nn.utils.clip_grad_norm_(actor.parameters(), c.max_grad_norm)
                 torch.nn.utils.clip_grad_norm_(critic.parameters(), c.max_grad_norm)
                 self.actor_optimizer.step()
                 self.critic_optimizer.step()
-                for k, v in terms.items():
-                    sums[k] = sums.get(k, 0.0) + float(v.detach())
+                means = mean_over_ranks(torch.stack([v.detach() for v in terms.values()]) * scale)
+                for k, v in zip(terms, means.tolist()):
+                    sums[k] = sums.get(k, 0.0) + v
                 steps += 1
         actor.eval()
         critic.eval()

@@ -1,0 +1,215 @@
+"""The scale path: SFT, critic recalibration and PPO under ``torchrun`` with FSDP2, two processes
+on CPU (gloo, loopback), against the same steps in this process without a process group.
+
+Every stage starts from the same saved weights and data. The distributed run is this file run
+by torchrun (``python -m torch.distributed.run --nproc-per-node 2 ... tests/test_train_fsdp.py
+OUT``); rank 0 writes the reported losses, the gradients left on the parameters by the last step
+(after FSDP's reduce-scatter and the clipping, gathered full) and the parameters after it.
+
+Tolerance: losses and gradients within ``ATOL`` 1e-5 absolute (and ``RTOL`` 1e-4) on float32
+values of order 1e-3 to 10. By design the two runs compute the same sum over the same tokens
+(:func:`~terminal_env.train.distributed.loss_scale` makes FSDP's average of the ranks' gradients
+the single-process gradient), so what is left is float32 rounding: each rank pads its share to its
+own width, and the sums are taken in another order (per rank, then across ranks). The measured
+differences are below 1e-7, so 1e-5 has a margin of 100 yet would catch any normalisation error
+(averaging the two ranks' token means instead moves the SFT gradient by 47% of its norm, up to
+3e-2 in one entry, here: 29 trained tokens on one rank, 72 on the other). The weights after the step are
+compared within ``WEIGHT_ATOL``, a tenth of the learning rate: Adam's first step moves a weight
+by ``lr * g / (|g| + 1e-8)``, which for a gradient within rounding of zero can move by a sizeable
+fraction of ``lr`` (measured: 1.7e-5 at lr 1e-3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("safetensors")
+
+from tiny_lm import make_model, make_tokenizer  # noqa: E402
+
+from terminal_env.errors import ConfigError  # noqa: E402
+from terminal_env.train import distributed  # noqa: E402
+from terminal_env.train.critic import CriticConfig, recalibrate  # noqa: E402
+from terminal_env.train.data import Episode, Sequence  # noqa: E402
+from terminal_env.train.models import Critic, Pair, sampled_logprobs  # noqa: E402
+from terminal_env.train.ppo import PPO, PPOConfig  # noqa: E402
+from terminal_env.train.sft import SFTConfig, sft  # noqa: E402
+
+ATOL, RTOL = 1e-5, 1e-4
+WEIGHT_ATOL = 1e-4  # a tenth of the largest learning rate below
+ROOT = Path(__file__).resolve().parent.parent
+#: SFT: one step on all six samples; their trained tokens fall very unevenly on the two ranks
+SFT_LENGTHS = [(4, 40), (3, 2), (6, 25), (2, 3), (5, 30), (4, 1)]  # (prompt, answer) tokens
+SFT = SFTConfig(epochs=1, lr=1e-3, batch_size=6)
+#: critic: 8 episodes, 2 held out, 6 trained in minibatches of 4 and 2
+CRITIC = CriticConfig(epochs=1, lr=1e-3, batch_size=4, target_explained_variance=1.0)
+#: PPO: 5 episodes in minibatches of 4 and 1 (rank 0 has nothing of the second: it runs a filler)
+PPO_CONFIG = PPOConfig(epochs=1, batch_size=4, actor_lr=1e-4, critic_lr=1e-4, lam=0.9)
+
+
+# -- the stages, run the same way by the test and by each torchrun worker ---------------------------
+
+
+def make_pair(weights: dict[str, Any]) -> Pair:
+    tokenizer = make_tokenizer()
+    actor = make_model(tokenizer)
+    actor.load_state_dict(weights["actor"])
+    critic = Critic(make_model(tokenizer))
+    critic.load_state_dict(weights["critic"])
+    return Pair(actor, critic, tokenizer)
+
+
+def full(t: torch.Tensor) -> torch.Tensor:
+    """A tensor whole: a sharded (DTensor) one gathered (a collective: every rank calls it)."""
+    return (t.full_tensor() if hasattr(t, "full_tensor") else t).detach().clone()
+
+
+def grads_and_weights(prefix: str, module: Any) -> dict[str, torch.Tensor]:
+    out = {}
+    for name, p in module.named_parameters():
+        if p.grad is not None:
+            out[f"{prefix}.grad.{name}"] = full(p.grad)
+        out[f"{prefix}.weight.{name}"] = full(p)
+    return out
+
+
+def run_stages(weights: dict[str, Any], data: dict[str, Any], prepare: Callable[[Pair], None]) -> dict[str, Any]:
+    """One SFT step, one critic epoch, one PPO update, each from ``weights``; ``prepare`` shards
+    the pair (or not). Returns the reports and every gradient and weight after each stage."""
+    samples = [Sequence(**s) for s in data["samples"]]
+    episodes = [Episode(e["id"], "toy", [Sequence(**s) for s in e["sequences"]], e["reward"], 1.0)
+                for e in data["episodes"]]
+    out: dict[str, Any] = {}
+
+    pair = make_pair(weights)
+    prepare(pair)
+    out["sft"] = sft(pair, samples, SFT)["loss"]
+    out.update(grads_and_weights("sft.actor", pair.actor))
+
+    pair = make_pair(weights)
+    prepare(pair)
+    report = recalibrate(pair, episodes[:8], CRITIC)
+    out["critic"] = report["epochs"][-1]["train_loss"]
+    out["critic_measured"] = [report["explained_variance"], report["correlation"]]  # rounded to 4 digits
+    out.update(grads_and_weights("critic.critic", pair.critic))
+
+    pair = make_pair(weights)
+    prepare(pair)
+    report = PPO(pair, PPO_CONFIG, force=True).update(episodes[:5])
+    out["ppo"] = {k: report[k] for k in ("policy_loss", "entropy", "value_loss", "clip_fraction", "approx_kl",
+                                         "first_logprob_gap", "steps")}
+    out.update(grads_and_weights("ppo.actor", pair.actor))
+    out.update(grads_and_weights("ppo.critic", pair.critic))
+    return out
+
+
+def shard_pair(pair: Pair) -> None:
+    distributed.shard(pair.actor)
+    distributed.shard(pair.critic)
+
+
+def worker(out: Path) -> None:
+    """A torchrun worker: the stages on a sharded pair; rank 0 writes what it gathered."""
+    torch.set_num_threads(1)
+    assert distributed.init_from_env() and distributed.world_size() == 2
+    weights = torch.load(out / "weights.pt", weights_only=True)
+    data = json.loads((out / "data.json").read_text())
+    with pytest.raises(ConfigError, match="needs the models sharded"):
+        sft(make_pair(weights), [Sequence(**s) for s in data["samples"]], SFT)
+    result = run_stages(weights, data, shard_pair)
+    if distributed.rank() == 0:
+        torch.save(result, out / "fsdp.pt")
+    distributed.finish()
+
+
+# -- the test --------------------------------------------------------------------------------------
+
+
+def make_inputs() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The initial weights (the critic's head made non-zero, so that its body gets gradients)
+    and the data: supervised samples, and episodes whose old log-probs are the actor's own
+    plus noise (so that some ratios are clipped)."""
+    tokenizer = make_tokenizer()
+    pair = Pair.start(make_model(tokenizer), tokenizer)
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        pair.critic.head.weight.normal_(0, 0.3, generator=gen)
+    vocab = len(tokenizer)
+
+    def ids(n: int) -> list[int]:
+        return torch.randint(3, vocab, (n,), generator=gen).tolist()
+
+    samples = [{"token_ids": ids(p + a), "mask": [0] * p + [1] * a} for p, a in SFT_LENGTHS]
+    episodes = []
+    for i in range(8):
+        p, a = 3 + i % 3, 4 + 5 * (i % 4)
+        seq = Sequence(ids(p + a), [0] * p + [1] * a)
+        with torch.no_grad():
+            lp = sampled_logprobs(pair.actor, {"input_ids": torch.tensor([seq.token_ids]),
+                                               "attention_mask": torch.ones(1, p + a, dtype=torch.long)})[0]
+        noise = 0.3 * torch.randn(p + a, generator=gen)
+        seq.old_logprobs = [0.0] * p + (lp + noise)[p:].tolist()
+        episodes.append({"id": f"e{i}", "reward": i / 7, "sequences": [seq.__dict__]})
+    weights = {"actor": pair.actor.state_dict(), "critic": pair.critic.state_dict()}
+    return weights, {"samples": samples, "episodes": episodes}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_fsdp_on_two_processes_matches_one_process(tmp_path):
+    dist = torch.distributed
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("this torch has no torch.distributed with the gloo backend")
+    weights, data = make_inputs()
+    torch.save(weights, tmp_path / "weights.pt")
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    order = torch.randperm(6, generator=torch.Generator().manual_seed(SFT.seed)).tolist()
+    tokens = [sum(sum(data["samples"][i]["mask"]) for i in distributed.rank_slice(order, r, 2)) for r in (0, 1)]
+    assert abs(tokens[0] - tokens[1]) > 20, tokens  # a mean of the ranks' token means would be wrong
+
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+               "--master-addr", "127.0.0.1", "--master-port", str(free_port()), __file__, str(tmp_path)]
+    run = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+
+    assert not distributed.is_distributed()  # this process: the single-process reference
+    expected = run_stages(weights, data, lambda pair: None)
+    got = torch.load(tmp_path / "fsdp.pt", weights_only=True)
+
+    assert got.keys() == expected.keys()
+    assert got["sft"] == pytest.approx(expected["sft"], abs=ATOL, rel=RTOL)
+    assert got["critic"] == pytest.approx(expected["critic"], abs=ATOL, rel=RTOL)
+    assert got["critic_measured"] == pytest.approx(expected["critic_measured"], abs=1.01e-4)  # one last digit
+    assert got["ppo"] == pytest.approx(expected["ppo"], abs=ATOL, rel=RTOL)
+    assert expected["ppo"]["steps"] == 2 and 0 < expected["ppo"]["clip_fraction"] < 1
+    tensors = [k for k in expected if isinstance(expected[k], torch.Tensor)]
+    grads = [k for k in tensors if ".grad." in k]
+    assert {k.split(".")[0] for k in grads} == {"sft", "critic", "ppo"} and len(grads) > 40
+    assert all(expected[k].abs().max() > 0 for k in grads)
+    worst = {k: float((got[k] - expected[k]).abs().max()) for k in tensors}
+    wrong = [k for k in grads if not torch.allclose(got[k], expected[k], atol=ATOL, rtol=RTOL)]
+    assert wrong == [], {k: worst[k] for k in wrong}
+    wrong = [k for k in tensors if k not in grads and not torch.allclose(got[k], expected[k], atol=WEIGHT_ATOL)]
+    assert wrong == [], {k: worst[k] for k in wrong}
+
+
+if __name__ == "__main__":
+    worker(Path(sys.argv[1]))
