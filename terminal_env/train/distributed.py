@@ -85,9 +85,14 @@ def init_from_env() -> bool:
 
 
 def finish() -> None:
-    """Wait for every rank, then destroy the process group (a no-op without one). Call it at the
-    end of a run: a rank that tears its group down while another still works (e.g. rank 0 still
-    saving) was seen to abort at exit with gloo ("terminate called without an active exception")."""
+    """Wait for every rank, then destroy the process group (a no-op without one); call it at the
+    end of a run, so that no rank leaves while another still works (e.g. rank 0 still saving).
+
+    With gloo a process can still, rarely, abort as Python shuts down ("terminate called without
+    an active exception"): a gloo worker thread that is still releasing the last collective's
+    tensors needs the interpreter's lock (pytorch/pytorch#179291; the sharded modules keep the
+    group alive after it is destroyed). Where the exit code matters, end the process with
+    ``os._exit(0)`` after this (the tests' workers do)."""
     if is_distributed():
         dist.barrier()
         dist.destroy_process_group()
