@@ -146,3 +146,17 @@ def test_a_growing_layer_out_of_room_grows():
     k, v = layer.update(new_k, new_v)
     assert torch.equal(k, torch.cat([keys, new_k], dim=2)) and torch.equal(v, torch.cat([values, new_v], dim=2))
     assert layer.buffers[0].shape[2] > 4  # room for the next ones
+
+
+def test_a_failing_step_fails_its_rows_and_the_sampler_goes_on(sampler, tokenizer, monkeypatch):
+    broken = ask(tokenizer, SHORT, seed=1, max_new=5)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("out of memory (injected)")
+
+    with monkeypatch.context() as m:
+        m.setattr(hf_cache.Batch, "of", fail)  # joining the batch fails
+        sampler._submit(broken)
+        with pytest.raises(RuntimeError, match="injected"):
+            broken.future.result(timeout=60)
+    assert len(sampler.sample(ask(tokenizer, SHORT, seed=1, max_new=5)).token_ids) == 5

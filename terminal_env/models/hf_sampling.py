@@ -200,20 +200,21 @@ class BatchSampler:
                     with self._turn:
                         self._turn.wait_for(lambda: self._exclusive == 0 or self._closed, timeout=1.0)
                     continue
-                if waiting and not paused and len(rows) < self.max_batch:
-                    if not held:
-                        self.lock.acquire()
-                        held = True
-                    room = self.max_batch - len(rows)
-                    batch = self._admit(batch, rows, [waiting.popleft() for _ in range(min(room, len(waiting)))])
-                if rows:
-                    try:
+                try:
+                    if waiting and not paused and len(rows) < self.max_batch:
+                        if not held:
+                            self.lock.acquire()
+                            held = True
+                        room = self.max_batch - len(rows)
+                        batch = self._admit(batch, rows, [waiting.popleft() for _ in range(min(room, len(waiting)))])
+                    if rows:
                         batch = self._step(batch, rows)
-                    except BaseException as e:  # noqa: BLE001 - every running row's caller sees it
-                        for row in rows:
+                except BaseException as e:  # noqa: BLE001 - every running row's caller sees it
+                    for row in rows:
+                        if not row.request.future.done():
                             row.request.future.set_exception(e)
-                        rows.clear()
-                        batch = None
+                    rows.clear()
+                    batch = None
         finally:
             if held:
                 self.lock.release()
