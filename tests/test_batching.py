@@ -36,7 +36,7 @@ def model(tokenizer):
 @pytest.fixture
 def sampler(model, tokenizer):
     # no end-of-sequence token: every request runs to its max_new, so step counts are exact
-    s = BatchSampler(torch, model, pad_token_id=0, eos_token_ids=[], text=tokenizer.decode, name="tiny",
+    s = BatchSampler(torch, model, eos_token_ids=[], text=tokenizer.decode, name="tiny",
                      max_batch=4)
     s.weights_version = "old"
     yield s

@@ -217,17 +217,13 @@ class TransformersBackend:
                     eos.append(int(t))
         self.eos_token_ids = eos
         self.chat_tokenizer = HFChatTokenizer(tokenizer, self.name, eos)
-        pad = getattr(model.generation_config, "pad_token_id", None)
-        if pad is None:
-            pad = getattr(tokenizer, "pad_token_id", None)
-        self.pad_token_id = pad if pad is not None else (eos[0] if eos else 0)
         text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
             else model.config
         self.context_length: int | None = getattr(text_config, "max_position_embeddings", None)
         #: the weights answering now (see load_weights); recorded on every completion
         self.weights_version: str | None = weights_version or (_checkpoint_id(path) if path else None) or self.name
         self._swaps = itertools.count(1)
-        self._sampler = BatchSampler(torch, model, pad_token_id=self.pad_token_id, eos_token_ids=eos,
+        self._sampler = BatchSampler(torch, model, eos_token_ids=eos,
                                      text=self.chat_tokenizer.text, max_batch=max_batch, name=self.name,
                                      prefix_cache_tokens=prefix_cache_tokens)
         self._sampler.weights_version = self.weights_version

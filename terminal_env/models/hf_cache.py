@@ -59,12 +59,12 @@ class Batch:
             layers.append(buffers)
         return Batch(layers, width)
 
-    def keep(self, torch: Any, which: list[int], lengths: list[int], room: int) -> Batch:
+    def keep(self, which: list[int], lengths: list[int], room: int) -> Batch:
         """A batch of the rows ``which`` only (``lengths``: theirs), without the padding that
         none of them needs."""
         width = max(lengths)
         start = self.width - width
-        index = torch.tensor(which, dtype=torch.long, device=self.layers[0][0].device)
+        index = self.layers[0][0].new_tensor(which).long()
         layers = []
         for old in self.layers:
             buffers = []

@@ -94,14 +94,13 @@ class _Row:
 class BatchSampler:
     """Serves sampling requests for one model (see the module's notes)."""
 
-    def __init__(self, torch: Any, model: Any, *, pad_token_id: int, eos_token_ids: list[int],
+    def __init__(self, torch: Any, model: Any, *, eos_token_ids: list[int],
                  text: Callable[[list[int]], str], max_batch: int = 8, name: str = "model",
                  prefix_cache_tokens: int = 32768):
         if max_batch < 1:
             raise ConfigError(f"max_batch must be at least 1, not {max_batch!r}")
         self._torch = torch
         self.model = model
-        self.pad_token_id = pad_token_id
         self.eos_token_ids = list(eos_token_ids)
         self.text = text
         self.max_batch = int(max_batch)
@@ -299,7 +298,7 @@ class BatchSampler:
         rows[:] = [rows[i] for i in keep]
         if not rows:
             return None
-        return batch.keep(torch, keep, [row.length for row in rows], self._room(rows))
+        return batch.keep(keep, [row.length for row in rows], self._room(rows))
 
     @staticmethod
     def _room(rows: list[_Row]) -> int:
