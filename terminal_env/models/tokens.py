@@ -176,9 +176,7 @@ class TokenRecorder:
     def _close(self, history: list[dict[str, Any]]) -> str:
         """What the template writes after the last assistant message's content, without the
         end-of-turn token when the model sampled it (it is already in the sequence)."""
-        marked = history[:-1] + [{"role": "assistant", "content": _MARK}]
-        text = self.tok.chat_text(marked, self.tools, add_generation_prompt=False, thinking=self.thinking)
-        close = text[text.rindex(_MARK) + len(_MARK):] if _MARK in text else ""
+        close = closing_text(self.tok, history[:-1], self.tools, thinking=self.thinking)
         segment = self.tokens.segments[-1]
         last = segment.token_ids[segment.turns[-1].end - 1]  # the last token the model sampled
         if last in self.tok.eos_token_ids:
@@ -186,6 +184,15 @@ class TokenRecorder:
             if eos_text and close.startswith(eos_text):
                 close = close[len(eos_text):]
         return close
+
+
+def closing_text(tok: Any, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+                 thinking: bool = False) -> str:
+    """What the chat template writes after the content of an assistant message that follows
+    ``history`` (e.g. ``<|im_end|>\n``): rendered with a marker for the content."""
+    marked = history + [{"role": "assistant", "content": _MARK}]
+    text = tok.chat_text(marked, tools, add_generation_prompt=False, thinking=thinking)
+    return text[text.rindex(_MARK) + len(_MARK):] if _MARK in text else ""
 
 
 def is_token_backend(backend: Any) -> bool:

@@ -27,14 +27,11 @@ import torch
 
 from ..errors import ConfigError
 from ..models.base import Completion
-from ..models.tokens import TokenRecorder
+from ..models.tokens import TokenRecorder, closing_text
 from ..rewards import get_reward
 from ..trajectory import Trajectory
 from ..verify.result import VerifierResult
 from .losses import gae, last_action_reward
-
-#: a string no chat message contains, to find where a template closes an assistant's message
-_MARK = "\u2063terminal-env-content\u2063"
 
 
 @dataclass
@@ -207,9 +204,7 @@ def _chat_samples(record: dict[str, Any], ct: Any, where: str) -> list[Sequence]
 def _end_of_turn(ct: Any, history: list[dict[str, Any]], tools: Any) -> list[int]:
     """The end-of-turn token a model samples after an assistant message: the end-of-sequence
     token the template's closing text starts with (else the first one)."""
-    marked = history + [{"role": "assistant", "content": _MARK}]
-    text = ct.chat_text(marked, tools, add_generation_prompt=False)
-    close = text[text.rindex(_MARK) + len(_MARK):] if _MARK in text else ""
+    close = closing_text(ct, history, tools)
     for eos in ct.eos_token_ids:
         if close.startswith(ct.decode([eos])):
             return [eos]
