@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from ..errors import ConfigError
-from .data import Episode, Sequence, episode_targets, pad, pad_id
+from .data import Episode, Sequence, episode_targets, pad, pad_id, pad_rows
 from .distributed import loss_scale, mean_over_ranks, rank_share, require_sharded
 from .losses import correlation, explained_variance, value_loss
 from .models import Pair, action_values
@@ -69,7 +69,7 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
             batch = pad([s for s, _ in part], fill, device)
             if not real:
                 batch["mask"].zero_()
-            returns = _padded([r for _, r in part], batch["mask"].shape[1], device)
+            returns = pad_rows([r for _, r in part], batch["mask"].shape[1], device)
             values = action_values(critic, batch)
             loss = value_loss(values, values.detach(), returns, batch["mask"], clip=None)
             loss = loss * loss_scale(batch["mask"])
@@ -101,10 +101,6 @@ def _rows(pair: Pair, episodes: list[Episode], config: CriticConfig) -> list[tup
     return out
 
 
-def _padded(rows: list[torch.Tensor], width: int, device: Any) -> torch.Tensor:
-    return torch.stack([torch.nn.functional.pad(r, (0, width - len(r))) for r in rows]).to(device)
-
-
 @torch.no_grad()
 def _measure(critic: Any, rows: list[tuple[Sequence, torch.Tensor]], fill: int, device: Any,
              config: CriticConfig) -> dict[str, float]:
@@ -116,7 +112,7 @@ def _measure(critic: Any, rows: list[tuple[Sequence, torch.Tensor]], fill: int, 
         part = rows[start:start + config.batch_size]
         batch = pad([s for s, _ in part], fill, device)
         v = action_values(critic, batch)
-        r = _padded([r for _, r in part], batch["mask"].shape[1], device)
+        r = pad_rows([r for _, r in part], batch["mask"].shape[1], device)
         keep = batch["mask"] > 0
         values.append(v[keep].float().cpu())
         returns.append(r[keep].float().cpu())

@@ -235,3 +235,9 @@ def pad(sequences: list[Sequence], pad_id: int, device: Any = "cpu") -> dict[str
         "mask": rows(lambda s: s.mask, 0, torch.float32),
         "old_logprobs": rows(lambda s: s.old_logprobs or [0.0] * len(s.token_ids), 0.0, torch.float32),
     }
+
+
+def pad_rows(rows: list[torch.Tensor], width: int, device: Any = "cpu") -> torch.Tensor:
+    """Per-token values of several sequences (returns, advantages...), right-padded with 0 to
+    ``width`` and stacked as float32, aligned with :func:`pad`'s tensors."""
+    return torch.stack([torch.nn.functional.pad(r.float(), (0, width - len(r))) for r in rows]).to(device)

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ..errors import ConfigError
-from .data import Episode, Sequence, episode_targets, pad, pad_id
+from .data import Episode, Sequence, episode_targets, pad, pad_id, pad_rows
 from .distributed import loss_scale, max_over_ranks, mean_over_ranks, rank_share, require_sharded
 from .losses import entropy, kl_penalty, masked_mean, policy_loss, value_loss, whiten
 from .models import Pair, action_values, sampled_logprobs
@@ -116,9 +116,9 @@ class PPO:
                 if not real:
                     batch["mask"].zero_()
                 width, mask = batch["mask"].shape[1], batch["mask"]
-                advantages = _stack([rows[i].advantages for i in picked], width, self.device)
-                returns = _stack([rows[i].returns for i in picked], width, self.device)
-                old_values = _stack([rows[i].old_values for i in picked], width, self.device)
+                advantages = pad_rows([rows[i].advantages for i in picked], width, self.device)
+                returns = pad_rows([rows[i].returns for i in picked], width, self.device)
+                old_values = pad_rows([rows[i].old_values for i in picked], width, self.device)
                 logprobs, logits = sampled_logprobs(actor, batch, temperature, with_logits=True)
                 if first_gap is None:  # before any step: the policy is the one that sampled
                     gap = ((logprobs.detach() - batch["old_logprobs"]).abs() * mask).max()
@@ -128,7 +128,7 @@ class PPO:
                          "entropy": entropy(logits / temperature, mask)}
                 actor_loss = terms["policy_loss"] - c.entropy_coef * terms["entropy"]
                 if references is not None:
-                    terms["kl"] = kl_penalty(logprobs, _stack([references[i] for i in picked], width, self.device),
+                    terms["kl"] = kl_penalty(logprobs, pad_rows([references[i] for i in picked], width, self.device),
                                              mask)
                     actor_loss = actor_loss + c.kl_coef * terms["kl"]
                 values = action_values(critic, batch)
@@ -168,10 +168,6 @@ class PPO:
     def _reference_logprobs(self, rows: list[_Row], temperature: float) -> list[torch.Tensor]:
         return [sampled_logprobs(self.reference, pad([r.sequence], self.fill, self.device), temperature)[0]
                 for r in rows]
-
-
-def _stack(rows: list[torch.Tensor], width: int, device: Any) -> torch.Tensor:
-    return torch.stack([torch.nn.functional.pad(r.float(), (0, width - len(r))) for r in rows]).to(device)
 
 
 def _whiten(advantages: list[torch.Tensor], masks: list[torch.Tensor]) -> None:
