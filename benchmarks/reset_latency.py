@@ -1,6 +1,6 @@
 """Cold-start latency of ``TerminalEnv.reset()`` against a bare ``docker run`` of the same image.
 
-Usage: python benchmarks/reset_latency.py [--n 30] [--warmup 2] [--out FILE]
+Usage: python benchmarks/reset_latency.py [--n 30] [--warmup 2] [--runtimes runc,runsc] [--out FILE]
 
 For two tasks, the bundled hello task (image terminal-env/base:bookworm-1) and the test task
 ``tests/data/tasks/harbor-sum`` (its own built image), in one process and interleaved round by
@@ -22,6 +22,12 @@ round (the order rotates each round, so drift on a shared machine hits every var
   ``none``, a sh wrapper as entrypoint); the differences are listed.
 * warm: ``env.reset()`` taking a ready sandbox from a ``terminal_env.scale.warm.WarmPool`` (size 1,
   refilled between resets, untimed), if that module exists; else null.
+
+Under each OCI runtime of ``--runtimes`` that the engine has (default runc and gVisor's runsc),
+the variants (a)-(d) run for both tasks, the floor with the options that runtime's sandboxes get
+(under runsc: the statx fix's read-only mounts and the wider host pids limit);
+results of runtimes other than runc are keyed ``task@runtime``. The warm pool is measured under
+runc only.
 
 The target of the issue: median (c) <= 1.2 x median (a), both measured in this run. The output
 also lists the engine API calls one cold reset makes (a counting wrapper around the client's
@@ -51,6 +57,7 @@ import _common
 from terminal_env import TerminalEnv
 from terminal_env.sandbox import LABEL_MANAGED, LABEL_PREFIX, SandboxConfig, cleanup
 from terminal_env.sandbox.engine import get_client
+from terminal_env.sandbox.runtimes import runtime_of
 from terminal_env.task import hello_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +74,7 @@ stats = partial(_common.stats, fields=("n", "median", "p90", "mean", "min", "max
 # ---------------------------------------------------------------------- the floor
 def floor_options(cfg: SandboxConfig, run_id: str) -> dict[str, Any]:
     """docker-py ``containers.create`` keyword arguments: the options of ``Sandbox.start``."""
+    runtime = runtime_of(cfg.runtime)
     opts: dict[str, Any] = dict(
         image=cfg.image,
         entrypoint=["sleep", "infinity"],
@@ -85,8 +93,9 @@ def floor_options(cfg: SandboxConfig, run_id: str) -> dict[str, Any]:
         nano_cpus=int(cfg.cpus * 1e9),
         mem_limit=f"{cfg.memory_mb}m",
         memswap_limit=f"{cfg.memory_mb}m",
-        pids_limit=cfg.pids_limit,
+        pids_limit=runtime.process_limits(cfg.pids_limit)[0],
         environment=dict(cfg.env),
+        volumes=runtime.container_options().get("binds"),
         security_opt=["no-new-privileges"],
         stop_signal="SIGKILL",
     )
@@ -100,7 +109,7 @@ def floor_options(cfg: SandboxConfig, run_id: str) -> dict[str, Any]:
 
 
 _HOST_KEYS = ("init", "nano_cpus", "mem_limit", "memswap_limit", "pids_limit", "security_opt",
-              "network_mode", "runtime")
+              "network_mode", "runtime", "binds")
 
 
 def floor_highlevel(client: Any, cfg: SandboxConfig, run_id: str) -> tuple[float, float, str]:
@@ -116,8 +125,9 @@ def floor_highlevel(client: Any, cfg: SandboxConfig, run_id: str) -> tuple[float
 def floor_lowlevel(client: Any, cfg: SandboxConfig, run_id: str) -> tuple[float, float, str]:
     """(create seconds, start seconds, id) through the low-level API: no inspect."""
     opts = floor_options(cfg, run_id)
+    opts["binds"] = opts.pop("volumes")  # the low-level API's name for them
     api = client.api
-    host = {k: opts.pop(k) for k in _HOST_KEYS if k in opts}
+    host = {k: opts.pop(k) for k in _HOST_KEYS if k in opts and opts[k] is not None}
     t0 = time.perf_counter()
     cid = api.create_container(host_config=api.create_host_config(**host), **opts)["Id"]
     t1 = time.perf_counter()
@@ -352,26 +362,34 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=30, help="timed rounds per task")
     ap.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
+    ap.add_argument("--runtimes", default="runc,runsc",
+                    help="OCI runtimes to measure under (comma-separated); absent ones are reported")
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args()
 
     client = get_client()
     run_id = f"bench-{secrets.token_hex(4)}"
     tasks = {"hello": hello_task(), "harbor_sum": HARBOR_SUM}
+    offered = set(client.info().get("Runtimes") or {})
+    runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
+    unavailable = {r: f"the engine offers {sorted(offered)}" for r in runtimes if r not in offered}
     results: dict[str, Any] = {}
     warm: dict[str, Any] = {}
-    for label, task in tasks.items():
-        env = TerminalEnv(task, run_id=run_id, client=client, first_shell="exec")  # builds images
-        env_attach = TerminalEnv(task, run_id=run_id, client=client, first_shell="attach")
-        try:
-            results[label] = bench_task(label, env, env_attach, client, run_id, args.n, args.warmup)
-        finally:
-            env.close()
-            env_attach.close()
-        warm[label] = bench_warm(label, task, run_id, args.n, client)
-        if warm[label] is not None:
-            floor = results[label]["floor_docker_py"]["median_ms"]
-            warm[label]["ratio_to_floor"] = round(warm[label]["reset_warm"]["median_ms"] / floor, 4)
+    for runtime in [r for r in runtimes if r in offered]:
+        for name, task in tasks.items():
+            label = name if runtime == "runc" else f"{name}@{runtime}"
+            env = TerminalEnv(task, run_id=run_id, client=client, first_shell="exec", runtime=runtime)
+            env_attach = TerminalEnv(task, run_id=run_id, client=client, first_shell="attach", runtime=runtime)
+            try:
+                results[label] = bench_task(label, env, env_attach, client, run_id, args.n, args.warmup)
+            finally:
+                env.close()
+                env_attach.close()
+            if runtime == "runc":
+                warm[label] = bench_warm(label, task, run_id, args.n, client)
+                if warm[label] is not None:
+                    floor = results[label]["floor_docker_py"]["median_ms"]
+                    warm[label]["ratio_to_floor"] = round(warm[label]["reset_warm"]["median_ms"] / floor, 4)
     if all(v is None for v in warm.values()):
         warm_doc: dict[str, Any] | None = None
     else:
@@ -383,6 +401,7 @@ def main() -> int:
     doc = {
         "benchmark": "reset_latency",
         "tasks": results,
+        "runtimes_unavailable": unavailable,
         "warm": warm_doc,
         "derived": {
             label: {

@@ -3,7 +3,8 @@
 #   1. a virtual environment in .venv with terminal-env installed (editable) with its test, hf and
 #      ray extras (torch pinned to a CPU build first);
 #      it sees the system's site-packages, so what the machine already has is not downloaded again;
-#   2. the Docker engine, installed and started when absent (scripts/install-engine.sh);
+#   2. the Docker engine, installed and started when absent, and gVisor's runsc installed and
+#      registered where the Debian mirror has it (scripts/install-engine.sh);
 #   3. the project's base image, bootstrapped from Debian packages when absent (no registry).
 # Re-running skips every step whose inputs did not change (the venv step is keyed by the
 # content of pyproject.toml and by this checkout's path).

@@ -19,11 +19,12 @@ from rich.table import Table
 
 from .agent import run_episode
 from .env import TerminalEnv
-from .errors import TerminalEnvError
+from .errors import ConfigError, TerminalEnvError
 from .models.simple import NopBackend, OracleBackend
 from .runner.cli import add_run_parsers
 from .sandbox import engine, images
 from .sandbox.cleanup import gc
+from .sandbox.runtimes import RUNSC_ARGS, runtime_of, statx_fix_library
 from .sandbox.sweep import host_sweep_possible
 from .task import TaskSpec
 from .tasks import load_task
@@ -57,6 +58,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "[green]ok[/green]",
             ", ".join(runtimes) + ("" if "runsc" in runtimes else " (no runsc: the gVisor hardened mode is unavailable; SECURITY.md)"),
         )
+        if "runsc" in runtimes:
+            try:
+                runtime_of("runsc", engine.get_client())
+                statx_fix_library()
+                table.add_row(
+                    "gVisor (runsc)", "[green]ok[/green]",
+                    f"registered with {' '.join(RUNSC_ARGS)}; its processes are stopped from inside "
+                    "with shell built-ins (SECURITY.md)",
+                )
+            except ConfigError as exc:
+                table.add_row("gVisor (runsc)", "[red]misconfigured[/red]", str(exc))
 
         host = host_sweep_possible()
         table.add_row(

@@ -172,7 +172,7 @@ class TerminalEnv(gym.Env[str, str]):
         self._t0 = 0.0
         self._done = True
         self._last_text = ""
-        self._memory_death: str | None = None  # set when the agent's memory use stopped the sandbox
+        self._agent_death: str | None = None  # why the agent's doing stopped the sandbox
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -195,7 +195,7 @@ class TerminalEnv(gym.Env[str, str]):
             session.on_output, session.on_input = self.recorder.output, self.recorder.input
         self.sandbox, self.session = sandbox, session
         self._steps, self._t0, self._done = 0, time.monotonic(), False
-        self._memory_death = None
+        self._agent_death = None
         self._last_text = ""
         obs = fit_text(
             f"{self.task.instruction.rstrip()}\n\n[terminal-env] a bash shell is ready in {session.cwd}.",
@@ -243,7 +243,7 @@ class TerminalEnv(gym.Env[str, str]):
             elif self._time_left() <= 0:
                 truncated = True
                 text = _append_line(text, f"[terminal-env] time budget of {self.config.time_limit:g} s used up.")
-        if self._memory_death is not None and not terminated:
+        if self._agent_death is not None and not terminated:
             truncated = True
             text = _append_line(text, "[terminal-env] the episode is over.")
         disk = self.sandbox.disk if self.sandbox is not None else None
@@ -376,15 +376,14 @@ class TerminalEnv(gym.Env[str, str]):
             return self.session.send_keys(data, wait=min(act.wait, max(remaining, 0.1)), quiet=act.quiet)
         except SandboxGoneError:
             self._done = True
-            if self.sandbox is not None and self.sandbox.died_of_memory():
-                # Not the infrastructure's failure: the agent used up the memory limit and the
-                # kernel killed the container's keeper. The episode ends as the agent's failure.
-                self._memory_death = (
-                    f"the sandbox ran out of memory (limit {self.sandbox.config.memory_mb} MB) and "
-                    "the kernel killed its main process, which stopped it"
-                )
+            cause = self.sandbox.stopped_by_agent() if self.sandbox is not None else None
+            if cause is not None:
+                # Not the infrastructure's failure: the agent used up the memory limit (and the
+                # kernel killed the container's keeper), or killed the keeper itself where the
+                # runtime allows it. The episode ends as the agent's failure.
+                self._agent_death = cause
                 return StepOutput(output="", raw=b"", exit_code=None, cwd=None, duration=0.0,
-                                  output_bytes=0, truncated=False, notes=[self._memory_death + "."])
+                                  output_bytes=0, truncated=False, notes=[self._agent_death + "."])
             raise
 
     def _info(self, out: StepOutput | None, act: Any) -> dict[str, Any]:
@@ -409,9 +408,9 @@ class TerminalEnv(gym.Env[str, str]):
             self.sandbox.disk.stop()  # what the verifier writes is not the agent's
         if self.verifier is None or self.sandbox is None:
             return 0.0, None
-        if self._memory_death is not None or self.sandbox.disk_exceeded:
-            if self._memory_death is not None:
-                result = exhausted_result(self._memory_death)
+        if self._agent_death is not None or self.sandbox.disk_exceeded:
+            if self._agent_death is not None:
+                result = exhausted_result(self._agent_death)
             else:
                 assert self.sandbox.disk is not None
                 result = disk_budget_result(self.sandbox.disk.message())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 # the prompt sentinel (TE) and the attached first shell's death marker (TX)
-_SENTINEL = re.compile(rb"\x1eTE[0-9a-f]+:\d+:\d+:[^\x1f]{0,4096}\x1f\r?\n?|\x1eTX[0-9a-f]+:\d+\x1f\r?\n?")
+_SENTINEL = re.compile(rb"\x1eTE[0-9a-f]+:\d+:\d+:[0-9.]*:\d*:[^\x1f]{0,4096}\x1f\r?\n?|\x1eTX[0-9a-f]+:\d+\x1f\r?\n?")
 MAX_EVENT_BYTES = 64 * 1024
 
 

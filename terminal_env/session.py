@@ -44,11 +44,15 @@ from .sandbox.dockerio import ExecSocket
 from .screen import Screen
 
 #: what follows a session's sentinel prefix (its nonce): exit code, shell pid, working directory
-_MARKER_TAIL = re.compile(rb"(\d+):(\d+):([^\x1f]{0,4096})\x1f\r?\n")
+_MARKER_TAIL = re.compile(rb"(\d+):(\d+):([0-9.]*):(\d*):([^\x1f]{0,4096})\x1f\r?\n")
 
 # Typed directly: single line commands up to this size. Longer ones go through a file.
 _TYPE_LIMIT = 1024
-_CMD_DIR = "/tmp/.terminal-env"
+# Not under /tmp: gVisor mounts a /tmp of its own over an empty one, where files put in through
+# the engine do not appear (terminal_env.sandbox.runtimes).
+_CMD_DIR = "/var/tmp/.terminal-env"
+#: clock ticks per second of /proc/PID/stat's start time (USER_HZ, 100 on Linux and gVisor)
+_CLOCK_TICKS = 100
 _WINDOW = 8192
 FIRST_OUTPUT_WAIT = 1.0  # seconds a keystroke may go unanswered before the terminal counts as quiet  # bytes kept unsearched at the end of the stream, to find a split sentinel
 
@@ -133,6 +137,8 @@ class ShellSession:
         self._cmd_n = 0
         self._screen = None
         self._needs_repair = False
+        self._prompt_uptime: float | None = None  # the sandbox's uptime at the last prompt
+        self._prompt_last_job = 0  # the pid of the last background job at the last prompt
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "ShellSession":
@@ -172,12 +178,19 @@ class ShellSession:
         # discarded.
         # Single quotes: expanded at each prompt, not now. `$$` is the shell's pid, used to find
         # its foreground process group when Ctrl-C is not enough.
+        # The marker also carries the sandbox's uptime at the prompt (`read`, a built-in: no
+        # process is started) and the last background job's pid, so that the job of the next
+        # command can be told from earlier ones (see _foreground_pgid).
         pc = (
-            f'__TE_RC=$?; printf "\\036TE%s:%d:%d:%s\\037\\n" {self._nonce} "$__TE_RC" "$$" "$PWD"; '
+            "__TE_RC=$?; __TE_UP=; read -r __TE_UP _ </proc/uptime 2>/dev/null; "
+            f'printf "\\036TE%s:%d:%d:%s:%s:%s\\037\\n" {self._nonce} "$__TE_RC" "$$" "$__TE_UP" "$!" "$PWD"; '
             'PS1=""; PS2=""'
         )
+        runtime = getattr(self.sandbox, "runtime", None)
+        box = getattr(self.sandbox, "config", None)
+        limits = runtime.shell_limits(box.memory_mb, box.pids_limit) if runtime is not None else ""
         setup = (
-            f"stty -echo cols {cfg.cols} rows {cfg.rows} 2>/dev/null; unset HISTFILE; "
+            f"{limits}stty -echo cols {cfg.cols} rows {cfg.rows} 2>/dev/null; unset HISTFILE; "
             f"PROMPT_COMMAND='{pc}'\n"
         )
         buf = OutputBuffer(4096, 4096)
@@ -207,7 +220,7 @@ class ShellSession:
                 f"(is `{cfg.shell}` installed in the image?). Last output: {tail!r}"
             )
         self.shell_pid = int(m.group(2))
-        self.cwd = m.group(3).decode("utf-8", "replace")
+        self._note_prompt(m)
         self.busy = False
         return self
 
@@ -476,18 +489,42 @@ class ShellSession:
             if self._read_until(time.monotonic() + self.config.grace, scratch) is None:
                 break
 
+    def _note_prompt(self, m: re.Match[bytes]) -> None:
+        self.cwd = m.group(5).decode("utf-8", "replace")
+        try:
+            self._prompt_uptime = float(m.group(3))
+        except ValueError:  # no /proc/uptime in this sandbox
+            self._prompt_uptime = None
+        self._prompt_last_job = int(m.group(4) or 0)
+
     def _foreground_pgid(self) -> int | None:
+        """The terminal's foreground process group: the shell's ``tpgid``. Where the kernel
+        reports none (gVisor's /proc says 0), the group of the shell's newest child among those
+        started since the last prompt: the job the shell waits for. A job of an earlier step (a
+        server the agent started) is never taken for it: it started in an earlier tick of the
+        clock, or in the prompt's own tick but as the background job the prompt reported."""
         if not self.shell_pid:
             return None
         res = self.sandbox.exec(
-            ["cat", f"/proc/{self.shell_pid}/stat"], user="root", timeout=10
+            ["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null"], user="root", timeout=10
         )
-        stat = res.stdout
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        try:
-            return int(fields[5])  # tpgid: the terminal's foreground process group
-        except (IndexError, ValueError):
-            return None
+        since = self._prompt_uptime
+        newest: tuple[int, int] | None = None  # (pid, pgrp) of the shell's newest child
+        for line in res.stdout.splitlines():
+            head, _, tail = line.rpartition(b")")
+            fields = tail.split()
+            try:
+                pid = int(head.split(b" (", 1)[0])
+                ppid, pgrp, tpgid, start = int(fields[1]), int(fields[2]), int(fields[5]), int(fields[19])
+            except (IndexError, ValueError):
+                continue
+            if pid == self.shell_pid and tpgid > 0:
+                return tpgid
+            # Start times and the prompt's uptime both count in ticks of 10 ms.
+            if (ppid == self.shell_pid and since is not None and start >= round(since * _CLOCK_TICKS)
+                    and pid > self._prompt_last_job and (newest is None or pid > newest[0])):
+                newest = (pid, pgrp)
+        return newest[1] if newest else None
 
     def _respawn(self) -> None:
         old_pid = self.shell_pid
@@ -547,7 +584,7 @@ class ShellSession:
         restarted = False
         if m is not None:
             exit_code = int(m.group(1))
-            self.cwd = m.group(3).decode("utf-8", "replace")
+            self._note_prompt(m)
             self.busy = False
             if int(m.group(2)) != self.shell_pid:
                 self.shell_pid = int(m.group(2))

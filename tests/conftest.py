@@ -26,6 +26,33 @@ def base_image(client):
     return BASE
 
 
+#: the OCI runtimes the sandbox and verifier suites run under (where the engine has them)
+RUNTIMES = ["runc", "runsc"]
+
+
+def skip_unless_runtime(client, name: str) -> str:
+    offered = sorted((client.info().get("Runtimes") or {}).keys())
+    if name not in offered:
+        pytest.skip(
+            f"OCI runtime {name!r} is not registered in this Docker engine (it offers {offered}): "
+            "scripts/install-engine.sh installs and registers gVisor's runsc where the Debian "
+            "mirror has it (see SECURITY.md, 'Stronger options')"
+        )
+    return name
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def runtime(request, client, base_image):
+    """Every OCI runtime the engine offers among runc and runsc; the others skip, saying why."""
+    return skip_unless_runtime(client, request.param)
+
+
+@pytest.fixture(scope="module")
+def runsc(client, base_image):
+    """gVisor's runsc, or a skip saying why it is not here."""
+    return skip_unless_runtime(client, "runsc")
+
+
 @pytest.fixture
 def sandbox(client, base_image):
     from terminal_env import Sandbox, SandboxConfig

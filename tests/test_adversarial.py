@@ -34,7 +34,6 @@ from terminal_env.tasks import load_task
 pytestmark = [pytest.mark.docker, pytest.mark.attack]
 
 TASK = Path(__file__).parent / "data" / "protected" / "word-stats"
-RUNTIMES = ["runc", "runsc"]
 # The note truncate_middle (terminal_env/output.py) puts where it cut an output.
 TRUNCATION_MARKER = re.compile(r"\[\.\.\. \d+ characters \(\d+ lines\) truncated \.\.\.\]")
 # Capabilities that would let root in the sandbox reach the host (bit numbers, linux/capability.h).
@@ -46,19 +45,6 @@ DANGEROUS_CAPS = {
 
 
 # ---------------------------------------------------------------------- fixtures and helpers
-@pytest.fixture(scope="module", params=RUNTIMES)
-def runtime(request, client, base_image):
-    """Every OCI runtime the engine offers among runc and runsc; the others skip, saying why."""
-    name = request.param
-    offered = sorted((client.info().get("Runtimes") or {}).keys())
-    if name not in offered:
-        pytest.skip(
-            f"OCI runtime {name!r} is not registered in this Docker engine (it offers {offered}); "
-            "see SECURITY.md, 'Stronger options', to install gVisor"
-        )
-    return name
-
-
 @pytest.fixture(scope="module")
 def task(base_image):
     return load_task(TASK)
@@ -442,10 +428,14 @@ def test_scrambled_terminal_still_gives_correct_output(task, runtime):
     infos = [i for _, i in ep.steps]
     assert all("\x1b" not in o and "\r" not in o for o in obs), obs  # escapes never reach the model
     assert obs[1] == "MARK1\n" and obs[3] == "MARK2\n", obs
-    # MARK3 either ran, or met the shell that had exited at end of file and was restarted.
-    assert obs[5] == "MARK3\n" or infos[5]["shell_restarted"] is True, (obs[5], infos[5])
-    assert obs[6] == "MARK4\n" and obs[8] == "MARK5\n", obs
-    assert all(infos[i]["exit_code"] == 0 for i in (1, 3, 6, 8)), infos
+    # The shell exits by itself at the first read that finds no input (end of file), after
+    # MARK3's command or after its prompt: one of MARK3 and MARK4 may meet the restarted shell
+    # (which one depends on the runtime's timing), and the other runs.
+    ran = [i for i in (5, 6) if obs[i] == f"MARK{i - 2}\n"]
+    restarted = [i for i in (5, 6) if infos[i]["shell_restarted"] is True]
+    assert ran == [5, 6] or (len(ran), len(restarted)) == (1, 1), (obs[5:7], infos[5:7])
+    assert obs[8] == "MARK5\n", obs
+    assert all(infos[i]["exit_code"] == 0 for i in (1, 3, 8, *ran)), infos
     assert_failed_not_masked(ep)
     assert_next_episode_normal(task, runtime)
 
@@ -461,7 +451,11 @@ def test_no_docker_socket_and_no_engine_access(task, runtime, client):
         # The engine's view: nothing of the host is mounted, nothing privileged.
         attrs = client.api.inspect_container(env.sandbox.id)
         hc = attrs["HostConfig"]
-        assert attrs["Mounts"] == [] and not hc.get("Binds") and not hc.get("Devices"), attrs["Mounts"]
+        # Under gVisor, the one exception: the runtime's statx fix, two read-only files of ours.
+        own = env.sandbox.runtime.mounts()
+        mounts = [m for m in attrs["Mounts"] if not (own.get(m["Destination"]) == m["Source"] and m["RW"] is False)]
+        assert mounts == [] and not hc.get("Devices"), attrs["Mounts"]
+        assert sorted(hc.get("Binds") or []) == sorted(f"{h}:{p}:ro" for p, h in own.items()), hc["Binds"]
         assert hc["Privileged"] is False and not hc.get("CapAdd")
         assert hc["NetworkMode"] == "none" and "no-new-privileges" in (hc.get("SecurityOpt") or [])
         assert hc.get("PidMode", "") != "host" and hc.get("IpcMode") != "host"
@@ -490,7 +484,8 @@ def test_no_docker_socket_and_no_engine_access(task, runtime, client):
         assert res["env"] == (1, ""), res["env"]
         for port in ("tcp2375", "tcp2376"):
             rc, out = res[port]
-            assert rc == 1 and "Network is unreachable" in out, res[port]
+            # gVisor says "No route to host" where Linux says "Network is unreachable".
+            assert rc == 1 and ("Network is unreachable" in out or "No route to host" in out), res[port]
         ep = submit(env)
     finally:
         env.close()
@@ -527,11 +522,16 @@ PRIVILEGE_ATTACKS = {
     "mount-proc": (_PY_MOUNT.format(src="proc", fs="proc"), 1, "EPERM"),
     "mount-disk": (_PY_MOUNT.format(src="/dev/sda1", fs="ext4"), 1, "EPERM"),
     "mount-tmpfs": (_PY_MOUNT.format(src="tmpfs", fs="tmpfs"), 1, "EPERM"),
-    "mknod-disk": ("mknod /tmp/sda b 8 0 && head -c 1 /tmp/sda", 1, "Operation not permitted"),
-    "mknod-mem": ("mknod /tmp/mem c 1 1 && head -c 1 /tmp/mem", 1, "Operation not permitted"),
+    # gVisor lets the node be made (in its own kernel) but it leads to no device.
+    "mknod-disk": ("mknod /tmp/sda b 8 0 && head -c 1 /tmp/sda", 1,
+                   ("Operation not permitted", "/tmp/sda' for reading: No such device or address")),
+    "mknod-mem": ("mknod /tmp/mem c 1 1 && head -c 1 /tmp/mem", 1,
+                  ("Operation not permitted", "/tmp/mem' for reading: No such device or address")),
     "unshare-user": ("unshare -r true", 1, "unshare failed: Operation not permitted"),
-    "unshare-mount": ("unshare -m true", 1, "unshare failed: Operation not permitted"),
-    "nsenter": ("nsenter -t 1 -m -u -n -p true", 1, "Operation not permitted"),
+    "unshare-mount": ("unshare -m true", 1, ("unshare failed: Operation not permitted",
+                                            "cannot change root filesystem propagation: Operation not permitted")),
+    "nsenter": ("nsenter -t 1 -m -u -n -p true", 1, ("Operation not permitted",
+                                                     "cannot open /proc/1/ns/uts: No such file or directory")),
     "proc1-root": ("cat /proc/1/root/etc/hostname", 0, "sandbox"),
     "chroot-escape": (_PY_CHROOT_ESCAPE, 0, "hostname=sandbox sock=False"),
     # Writes back the current value: harmless even if the write went through.
@@ -541,6 +541,19 @@ PRIVILEGE_ATTACKS = {
     "sethostname": ("python3 -c \"import socket; socket.sethostname('sandbox')\"", 1,
                     "PermissionError: [Errno 1] Operation not permitted"),
     "file-caps": (_PY_FILE_CAPS, 126, "/tmp/capcat: Operation not permitted"),
+}
+
+
+# Where gVisor's own kernel ends an attack differently, no weaker: it gives user namespaces of
+# its own (root of one reaches nothing more: its root is the sandbox's, checked below), refuses
+# PID 1's root outright, refuses the kernel settings with other errors (the host's are checked
+# unchanged below), and has no file capabilities at all.
+GVISOR_ENDINGS = {
+    "unshare-user": (0, ""),
+    "proc1-root": (1, "/proc/1/root/etc/hostname: Permission denied"),
+    "sysctl-core": (1, "/proc/sys/kernel/core_pattern: Operation not permitted"),
+    "sysctl-hostname": (1, "echo: write error: Input/output error"),
+    "file-caps": (1, "Operation not supported: '/tmp/capcat'"),
 }
 
 
@@ -561,15 +574,20 @@ def test_mounts_namespaces_devices_and_capabilities_are_refused(task, runtime):
     (obs, _), (status_obs, _) = ep.steps
     res = parse_marked(obs)
     assert set(res) == set(PRIVILEGE_ATTACKS), obs
-    for name, (_, rc, text) in PRIVILEGE_ATTACKS.items():
+    for name, (_, rc, texts) in PRIVILEGE_ATTACKS.items():
         got_rc, out = res[name]
-        assert got_rc == rc and text in out, (name, res[name])
+        if runtime == "runsc" and name in GVISOR_ENDINGS:
+            rc, texts = GVISOR_ENDINGS[name]
+        texts = (texts,) if isinstance(texts, str) else texts
+        assert got_rc == rc and any(t in out for t in texts), (name, res[name])
     # PID 1's root and the way out of a chroot both lead to the sandbox's own root, not the host's.
-    assert res["proc1-root"][1].strip() == "sandbox"
+    if "proc1-root" not in GVISOR_ENDINGS or runtime != "runsc":
+        assert res["proc1-root"][1].strip() == "sandbox"
     assert res["chroot-escape"][1].strip() == "hostname=sandbox sock=False"
     # Capabilities: none of the dangerous ones, and no new privileges on exec.
     fields = dict(line.split(":\t", 1) for line in status_obs.splitlines() if ":\t" in line)
-    assert fields.get("NoNewPrivs") == "1", status_obs
+    # (gVisor's /proc does not show the flag; the engine's side is checked in the socket test)
+    assert fields.get("NoNewPrivs") == "1" or (runtime == "runsc" and "NoNewPrivs" not in fields), status_obs
     for key in ("CapEff", "CapPrm", "CapBnd"):
         caps = int(fields[key], 16)
         held = [n for n, bit in DANGEROUS_CAPS.items() if caps >> bit & 1]
@@ -676,7 +694,9 @@ def test_network_isolation_reaches_no_address_of_this_host(task, runtime, client
                 # its own lo), and the host's listener saw nothing (asserted above).
                 assert (proto, rc) == ("udp", 0) or (rc == 1 and "Connection refused" in out), (a, proto, rc, out)
             else:
-                assert rc == 1 and f"/dev/{proto}/{a}/{port}: Network is unreachable" in out, (a, proto, rc, out)
+                # gVisor says "No route to host" where Linux says "Network is unreachable".
+                assert rc == 1 and any(f"/dev/{proto}/{a}/{port}: {why}" in out for why in (
+                    "Network is unreachable", "No route to host")), (a, proto, rc, out)
     ifaces = [line.split(":")[0].strip() for line in dev.splitlines()[2:] if ":" in line]
     assert ifaces == ["lo"], dev
     assert len(route.strip().splitlines()) == 1 and route.startswith("Iface"), route  # header only

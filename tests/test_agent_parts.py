@@ -92,7 +92,7 @@ def test_recorder_strips_split_sentinels_and_survives_a_kill(tmp_path):
     path = tmp_path / "a.cast"
     rec = CastRecorder(path, width=80, height=24)
     rec.command("echo hi")
-    rec.output(b"hi\r\n\x1eTEabc123:0:42:/a")  # the sentinel arrives in two pieces
+    rec.output(b"hi\r\n\x1eTEabc123:0:42:1234.56:17:/a")  # the sentinel arrives in two pieces
     rec.output(b"pp\x1f\r\nmore")
     rec.marker("turn 1")
     # not closed: a killed run still leaves a readable file

@@ -38,7 +38,7 @@ def test_multiline_and_long_commands(session):
     assert out.output == "line one\n  line two\nafter\n"
     long = "x" * 10_000  # beyond the TTY's 4 KiB line limit
     assert session.run(f"echo {long} | wc -c").output.strip() == "10001"
-    assert session.run("ls /tmp/.terminal-env").output == ""  # delivery files clean up
+    assert session.run("ls /var/tmp/.terminal-env").output == ""  # delivery files clean up
 
 
 def test_prompt_and_ps1_changes_do_not_break_detection(session):

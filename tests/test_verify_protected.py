@@ -4,9 +4,11 @@ and must get a named outcome."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,9 +26,15 @@ pytestmark = pytest.mark.docker
 TASK = Path(__file__).parent / "data" / "protected" / "word-stats"
 
 
+def under(task, runtime: str):
+    """The task, its sandboxes run under ``runtime``."""
+    return task.model_copy(update={"runtime": runtime})
+
+
 @pytest.fixture(scope="module")
-def task(base_image):
-    return load_task(TASK)
+def task(base_image, runtime):
+    """The protected test task; every test that uses it runs under runc and under runsc."""
+    return under(load_task(TASK), runtime)
 
 
 def play(task, agent, on_step=None, **kw):
@@ -88,21 +96,39 @@ class Attack:
     ``timeout``, ``python3``...), and must exit 0: an attack that silently did nothing (a package
     missing from this image, a typo) fails the test instead of passing it. The attack's command must
     exit 0 as well; where nothing is left to look at afterwards (``proof=None``), the command checks
-    its own effect and that exit code is the proof."""
+    its own effect and that exit code is the proof.
+
+    ``under`` gives, per OCI runtime, a different ending that proves the same: ``("refused",
+    text)``, the runtime refuses the attack outright (its command fails showing ``text``) and the
+    episode is the agent's plain failure; ``("stopped", text)``, the attack stopped the sandbox
+    and the environment named it (``text`` in the step's notes) as the agent's failure."""
 
     command: str
     expected: str
     proof: str | Callable[[Any], tuple[bool, str]] | None
+    under: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def _runsc_processes(container_id: str) -> list[int] | None:
+    """The pids of a gVisor sandbox's processes, as its own kernel lists them (``runsc ps``)."""
+    for root in ("/var/run/docker/runtime-runc/moby", "/run/docker/runtime-runsc/moby"):
+        done = subprocess.run(["runsc", "--root", root, "ps", "--format", "json", container_id],
+                              capture_output=True, text=True, timeout=30)
+        if done.returncode == 0:
+            return [int(p) for p in json.loads(done.stdout) or []]  # a list of pids
+    return None
 
 
 def _many_processes(sandbox, n: int, wait: float = 10.0) -> tuple[bool, str]:
-    """Whether the container's cgroup holds at least ``n`` processes within ``wait`` seconds."""
+    """Whether the sandbox holds at least ``n`` processes within ``wait`` seconds: its cgroup's
+    under runc, gVisor's own list under runsc."""
     deadline = time.monotonic() + wait
+    where = "the container's cgroup" if sandbox.runtime.host_processes else "runsc ps"
     while True:
-        pids = cgroup_pids(sandbox.id)
-        assert pids is not None, "the container's cgroup cannot be read from here (root is needed)"
+        pids = cgroup_pids(sandbox.id) if sandbox.runtime.host_processes else _runsc_processes(sandbox.id)
+        assert pids is not None, f"{where} cannot be read from here (root is needed)"
         if len(pids) >= n or time.monotonic() > deadline:
-            return len(pids) >= n, f"{len(pids)} processes in the container's cgroup"
+            return len(pids) >= n, f"{len(pids)} processes in {where}"
         time.sleep(0.05)
 
 
@@ -174,6 +200,8 @@ ATTACKS = {
         "cp /lib/x86_64-linux-gnu/libm.so.6 /tmp/x.so && echo /tmp/x.so > /etc/ld.so.preload",
         "tampered",
         "read p < /etc/ld.so.preload && [ \"$p\" = /tmp/x.so ] && [ -s /tmp/x.so ]",
+        # gVisor's sandboxes get a read-only /etc/ld.so.preload of ours (the statx fix)
+        under={"runsc": ("refused", "/etc/ld.so.preload: Read-only file system")},
     ),
     # A pytest plugin registered by entry point: pytest loads it by itself and it can turn every
     # failure into a pass.
@@ -219,7 +247,9 @@ ATTACKS = {
     # is the agent's failure, not masked. A sleeper first, so that `kill -1` has a victim to prove
     # it ran (with only the keeper and the agent's shell, it signals nothing at all).
     "kill-everything": Attack(
-        "sleep 300 & kill -9 -1; wait $!; [ $? -eq 137 ] && kill -9 1", "failed", None
+        "sleep 300 & kill -9 -1; wait $!; [ $? -eq 137 ] && kill -9 1", "failed", None,
+        # gVisor delivers the SIGKILL to PID 1: the container stops, and that is named the agent's
+        under={"runsc": ("stopped", "killed from inside the sandbox")},
     ),
     # Shell built-ins and functions that fake success live in the agent's shell only: the tests
     # run in a new exec, non-interactive, with BASH_ENV and ENV emptied.
@@ -252,11 +282,17 @@ class AttackWitness:
         self.env: Any = None
         self.attack_info: dict[str, Any] | None = None
         self.proof: Any = None
+        self.observation = ""
+        self.runtime = ""
 
     def on_step(self, action: Any, observation: str, info: dict[str, Any]) -> None:
         if self.attack_info is not None:
             return
         self.attack_info = dict(info)  # the attack's step has just been played
+        self.observation = observation
+        self.runtime = self.env.sandbox.runtime.name
+        if self.ending() is not None:
+            return
         proof = self.attack.proof
         if callable(proof):
             self.proof = proof(self.env.sandbox)
@@ -264,9 +300,26 @@ class AttackWitness:
             res = self.env.sandbox.exec(["/bin/sh", "-c", proof], timeout=None)
             self.proof = (res.exit_code == 0, f"exit {res.exit_code}: {res.output!r}")
 
-    def assert_attack_happened(self) -> None:
+    def ending(self) -> tuple[str, str] | None:
+        """The runtime's own ending of this attack (see :class:`Attack`), if it has one."""
+        return self.attack.under.get(self.runtime)
+
+    def expected(self) -> str:
+        ending = self.ending()
+        return "failed" if ending is not None else self.attack.expected
+
+    def assert_attack_happened(self, result: Any) -> None:
         info = self.attack_info
         assert info is not None, "the attack's step was never played"
+        ending = self.ending()
+        if ending is not None:
+            kind, text = ending
+            if kind == "refused":
+                assert info.get("exit_code") not in (0, None) and text in self.observation, (self.observation, info)
+            else:  # named in the step, or by the verifier if the stop came after the step
+                named = any(text in note for note in info.get("notes", []))
+                assert named or text in result.message, (info, result.message)
+            return
         assert info.get("exit_code") == 0, f"the attack's command failed: {info}"
         if self.attack.proof is not None:
             ok, detail = self.proof
@@ -282,8 +335,8 @@ def play_attack(task, name):
     finally:
         env.close()
     result = info["verification"]
-    witness.assert_attack_happened()
-    assert result.outcome == ATTACKS[name].expected, (result.outcome, result.message, result.log_tail)
+    witness.assert_attack_happened(result)
+    assert result.outcome == witness.expected(), (result.outcome, result.message, result.log_tail)
     assert reward == 0.0 and not info["masked"]
     return result
 
@@ -303,14 +356,14 @@ def test_attack_with_a_correct_solution_is_still_tampered(task):
     assert result.outcome == "tampered"
 
 
-def test_separate_mode_verifies_only_declared_artifacts(tmp_path, base_image):
+def test_separate_mode_verifies_only_declared_artifacts(tmp_path, base_image, runtime):
     copy = tmp_path / "word-stats-separate"
     shutil.copytree(TASK, copy)
     toml = (copy / "task.toml").read_text()
     toml = toml.replace("[verifier]\n", "[verifier]\nenvironment_mode = \"separate\"\n")
     toml = 'artifacts = ["/app/stats.sh"]\n' + toml
     (copy / "task.toml").write_text(toml)
-    task = load_task(copy)
+    task = under(load_task(copy), runtime)
     assert task.verifier_mode == "separate" and task.artifacts == ["/app/stats.sh"]
     # A trojan interpreter in the agent's container cannot matter: the tests run elsewhere.
     solve = (TASK / "solution" / "solve.sh").read_text()
@@ -335,8 +388,8 @@ FIXTURES = Path(__file__).parent / "data" / "tasks"
 
 
 @pytest.mark.parametrize("name", ["harbor-sum", "harbor-new-schema", "tb1-grep"])
-def test_fixture_tasks_oracle_passes_and_nop_fails_through_the_env(name, base_image):
-    task = load_task(FIXTURES / name)
+def test_fixture_tasks_oracle_passes_and_nop_fails_through_the_env(name, base_image, runtime):
+    task = under(load_task(FIXTURES / name), runtime)
     reward, result, _ = play(task, OracleBackend())
     assert result.outcome == "passed" and reward == 1.0, (result.message, result.log_tail)
     reward, result, _ = play(task, NopBackend())
@@ -357,23 +410,21 @@ def test_env_accepts_a_task_directory_and_uses_its_timeouts(base_image):
 def test_attacks_with_the_sweep_run_inside(task, name, monkeypatch):
     """Where the host cannot signal the container's processes (remote engine, not root), the
     freeze runs inside with the image's /bin/sh and shell built-ins only."""
-    import terminal_env.verify.runner as runner
+    import terminal_env.sandbox.sweep as sweep
 
-    monkeypatch.setattr(runner, "host_sweep", lambda sandbox: False)
-    monkeypatch.setattr(runner, "host_sweep_possible", lambda: False)
+    monkeypatch.setattr(sweep, "host_sweep_possible", lambda: False)
     play_attack(task, name)
 
 
 def test_oracle_passes_with_the_sweep_run_inside(task, monkeypatch):
-    import terminal_env.verify.runner as runner
+    import terminal_env.sandbox.sweep as sweep
 
-    monkeypatch.setattr(runner, "host_sweep", lambda sandbox: False)
-    monkeypatch.setattr(runner, "host_sweep_possible", lambda: False)
+    monkeypatch.setattr(sweep, "host_sweep_possible", lambda: False)
     reward, result, _ = play(task, OracleBackend())
     assert result.outcome == "passed" and reward == 1.0
 
 
-def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, base_image):
+def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, base_image, runtime):
     """The agent raises PID 1's oom_score_adj, then fills the memory limit with processes each
     smaller than that score: the kernel kills the keeper and the container stops. That is the
     agent's doing: a failure, named, never an infrastructure error to mask."""
@@ -385,7 +436,7 @@ def test_exhausting_memory_to_kill_the_keeper_is_the_agents_failure(tmp_path, ba
         "echo 1000 > /proc/1/oom_score_adj; for i in $(seq 14); do python3 -c "
         "'import time; a = bytearray(12 << 20); a[::4096] = bytes(len(a[::4096])); time.sleep(20)' & done; wait"
     )
-    reward, result, info = play(load_task(copy), ScriptedBackend.of_actions([attack, "echo never"]))
+    reward, result, info = play(under(load_task(copy), runtime), ScriptedBackend.of_actions([attack, "echo never"]))
     assert result.outcome == "failed" and reward == 0.0 and not info["masked"]
     assert "ran out of memory (limit 160 MB)" in result.message, result.message
     assert "tests were not run" in result.message

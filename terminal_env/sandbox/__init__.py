@@ -1,8 +1,9 @@
 """Where an episode runs: one container (``container``), the engine it runs on (``engine``), the
 project's base images made without a registry (``images``, ``hostroot``), removal of containers
 whatever happens to their owner and the labels that make it possible (``cleanup``), the disk
-guard (``disk``), stopping every process but the keeper (``sweep``, ``cgroups``), and the raw
-Docker streams (``dockerio``).
+guard (``disk``), stopping every process but the keeper (``sweep``, ``cgroups``), what differs
+between OCI runtimes (``runtimes``: runc, gVisor's runsc), and the raw Docker streams
+(``dockerio``).
 
 This layer imports nothing above it (no session, tasks or verifier).
 """

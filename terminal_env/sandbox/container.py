@@ -40,6 +40,7 @@ from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
 from .dockerio import AttachSocket, ExecSocket
 from .engine import get_client, require_runtimes
+from .runtimes import Runtime, runtime_of
 
 #: what follows the first shell's death marker prefix (its token): the shell's exit status
 _DEATH_TAIL = re.compile(rb"(\d+)\x1f")
@@ -220,6 +221,16 @@ class Sandbox:
         #: the disk budget's watcher (terminal_env.sandbox.disk.DiskGuard), when storage_mb is set
         self.disk: DiskGuard | None = None
         self._oom_file: str | None = None  # the memory cgroup file with its oom_kill count
+        self._runtime: Runtime | None = None
+        self._started_wall: float | None = None  # time.time() when the container was started
+
+    @property
+    def runtime(self) -> Runtime:
+        """The facts about the OCI runtime this sandbox runs under (:mod:`.runtimes`): the
+        configured one, else the engine's default."""
+        if self._runtime is None:
+            self._runtime = runtime_of(self.config.runtime, self.client)
+        return self._runtime
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Sandbox":
@@ -245,7 +256,7 @@ class Sandbox:
             nano_cpus=int(cfg.cpus * 1e9),
             mem_limit=f"{cfg.memory_mb}m",
             memswap_limit=f"{cfg.memory_mb}m",
-            pids_limit=cfg.pids_limit,
+            pids_limit=self.runtime.process_limits(cfg.pids_limit)[0],
             security_opt=["no-new-privileges"],
             # Of the engine's default capabilities, these two serve no terminal task (device
             # nodes are refused by the device cgroup anyway; raw sockets need a network).
@@ -255,6 +266,7 @@ class Sandbox:
             host["network_mode"] = "none"
         if cfg.runtime:
             host["runtime"] = cfg.runtime
+        host.update(self.runtime.container_options())
         create: dict[str, Any] = dict(
             image=cfg.image,
             entrypoint=["bash", "-c", KEEPER],
@@ -320,6 +332,7 @@ class Sandbox:
                 sock, Sentinel(b"\x1eTX" + token.encode() + b":", _DEATH_TAIL)
             )
         t1 = time.perf_counter()
+        self._started_wall = time.time()
         try:
             api.start(cid)
         except docker.errors.APIError as exc:
@@ -351,12 +364,61 @@ class Sandbox:
         agent can raise the keeper's ``oom_score_adj`` and then exhaust the memory limit)."""
         if self.container is None or self._removed:
             return False
-        try:
-            self.container.reload()
-        except docker.errors.APIError:
+        deadline = time.monotonic() + 3.0
+        while True:
+            try:
+                self.container.reload()
+            except docker.errors.APIError:
+                return False
+            state = self.container.attrs.get("State") or {}
+            if state.get("Running"):
+                return False
+            if state.get("OOMKilled"):
+                return True
+            # A SIGKILL's status: the engine can record the OOM mark a moment after the exit
+            # (seen under gVisor), so look again for a little while.
+            if state.get("ExitCode") != 137 or time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
+    def stopped_by_agent(self) -> str | None:
+        """Why this stopped container is the agent's doing (a message), or None (then it is the
+        infrastructure's and the episode is masked): the out-of-memory killer took its main
+        process, or, under a runtime that lets root inside signal PID 1 (gVisor), the main
+        process died without the engine having killed it."""
+        if self.died_of_memory():
+            return (
+                f"the sandbox ran out of memory (limit {self.config.memory_mb} MB) and the kernel "
+                "killed its main process, which stopped it"
+            )
+        if self.runtime.init_killable_from_inside and self._died_without_engine_kill():
+            return (
+                "the sandbox's main process was killed from inside the sandbox (under "
+                f"{self.runtime.name} root can signal it), which stopped it"
+            )
+        return None
+
+    def _died_without_engine_kill(self, wait: float = 2.0) -> bool:
+        """The engine's events show the container dying, and no kill, stop or restart of it by
+        the engine (an operator's `docker kill`, our own removal; a restarted engine forgets its
+        events, so no death is seen and the stop stays the infrastructure's)."""
+        if self.container is None or self._removed or self._started_wall is None:
             return False
-        state = self.container.attrs.get("State") or {}
-        return not state.get("Running") and bool(state.get("OOMKilled"))
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                events = list(self.client.api.events(
+                    since=int(self._started_wall) - 1, until=int(time.time()) + 1,
+                    filters={"container": self.container.id, "type": "container"}, decode=True,
+                ))
+            except (docker.errors.APIError, requests.RequestException):
+                return False
+            actions = {str(e.get("Action") or e.get("status") or "").split(":")[0] for e in events}
+            if "die" in actions:
+                return not actions & {"kill", "stop", "restart", "destroy"}
+            if time.monotonic() > deadline:  # the die event may lag a moment behind the exit
+                return False
+            time.sleep(0.1)
 
     def take_first_shell(self) -> FirstShell | None:
         """The container's own first shell (``attach`` mode), once; None if there is none left."""

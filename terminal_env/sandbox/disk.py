@@ -30,7 +30,7 @@ from typing import Any
 import docker.errors
 import requests
 
-from .sweep import host_sweep, sweep_inside
+from .sweep import stop_processes
 
 log = logging.getLogger(__name__)
 
@@ -192,17 +192,14 @@ class DiskGuard:
             return self.tripped
 
     def _kill_processes(self) -> None:
-        """Stop then kill everything but PID 1 (the keeper): from the host when possible (no
-        exec, immediate), else with the verifier's built-in-only sweep inside the container."""
+        """Stop then kill everything but PID 1 (the keeper): the verifier's sweep (from the host
+        when possible: no exec, immediate; else with the built-in-only script inside)."""
         try:
-            if host_sweep(self.sandbox):
-                return
-        except OSError:
-            pass
-        try:
-            sweep_inside(self.sandbox)
+            ok, detail = stop_processes(self.sandbox)
         except Exception as exc:  # the container may be going away under us
-            log.warning("could not stop the processes of %s: %s", self.sandbox.name, exc)
+            ok, detail = False, str(exc)
+        if not ok:
+            log.warning("could not stop the processes of %s: %s", self.sandbox.name, detail)
 
     def wait_idle(self) -> None:
         """Return once no check (and no kill) is in progress: a session that lost its shell to

@@ -21,6 +21,7 @@ import docker
 import requests
 
 from ..errors import ConfigError, EngineUnavailableError
+from .runtimes import RUNSC_REGISTRATION
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 DOCKERD_LOG = Path(os.environ.get("TERMINAL_ENV_DOCKERD_LOG", "/var/log/terminal-env-dockerd.log"))
@@ -141,9 +142,9 @@ def require_runtimes(client: Any, names: Any) -> None:
     missing = [n for n in wanted if n not in have]
     if missing:
         hint = (
-            " gVisor: install Debian's `runsc` package, register it in /etc/docker/daemon.json as "
-            '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}, '
-            "restart the engine (SECURITY.md, Stronger options)."
+            " gVisor: install Debian's `runsc` package and register it in /etc/docker/daemon.json as "
+            f"{RUNSC_REGISTRATION}, then reload the engine (`scripts/install-engine.sh` does both; "
+            "SECURITY.md, Stronger options)."
             if "runsc" in missing else ""
         )
         raise ConfigError(

@@ -1,12 +1,15 @@
 """Stopping every process of a sandbox but its keeper, without running anything the agent wrote.
 
-Used by the verifier before and after the tests, and by the disk guard over budget. Two ways, in
-this order:
+Used by the verifier before and after the tests, and by the disk guard over budget, through
+:func:`stop_processes`. Two ways:
 
-1. **From the host** (this process is root and the engine is local): the container's processes
-   are read from its cgroup and signalled with ``os.kill``. Nothing runs inside the container, so
-   a trojaned tool cannot take part.
-2. **Inside the container**, when the host way is not available (a remote engine, not root):
+1. **From the host** (this process is root, the engine is local and the runtime's processes are
+   host processes, as under runc): the container's processes are read from its cgroup and
+   signalled with ``os.kill``. Nothing runs inside the container, so a trojaned tool cannot take
+   part.
+2. **Inside the container**, when the host way is not available (a remote engine, not root, or a
+   runtime with a kernel of its own such as gVisor's, whose processes the host cannot see; see
+   :mod:`terminal_env.sandbox.runtimes`):
    ``/bin/sh`` (an image file under a protected tree: any change to it is caught by the tamper
    check that follows) runs a script of shell built-ins only (no PATH lookups, no ``timeout``
    wrapper), so a program the agent added in ``/usr/local/bin`` is never started.
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import docker.errors
 
+from ..errors import SandboxError
 from .cgroups import cgroup_files
 
 if TYPE_CHECKING:
@@ -57,14 +61,32 @@ exit 3
 
 
 def host_sweep_possible() -> bool:
+    """Whether this process can signal a local engine's container processes (root, local
+    socket); whether a sandbox's processes are host processes is its runtime's fact."""
     host = os.environ.get("DOCKER_HOST", "")
     return os.geteuid() == 0 and (not host or host.startswith("unix://"))
 
 
+def stop_processes(sandbox: Sandbox) -> tuple[bool, str]:
+    """Stop and kill every process of the sandbox but its keeper, the one way that fits it:
+    from the host where its processes are host processes and this process may signal them,
+    else from inside with the built-in-only script. Returns (success, what went wrong)."""
+    if host_sweep_possible() and sandbox.runtime.host_processes:
+        if host_sweep(sandbox):
+            return True, ""
+        return False, "the processes could not be listed from the host"
+    try:
+        return sweep_inside(sandbox)
+    except SandboxError as exc:
+        sandbox.check_alive()
+        return False, str(exc)
+
+
 def host_sweep(sandbox: Sandbox, rounds: int = 100) -> bool:
     """Stop and kill the container's processes from the host, sparing its PID 1. Returns
-    whether a round found nothing left to kill (False also when this is not possible here)."""
-    if not host_sweep_possible():
+    whether a round found nothing left to kill (False also when this is not possible here, and
+    when the keeper is not among the processes seen: then they are not the agent's)."""
+    if not host_sweep_possible() or not sandbox.runtime.host_processes:
         return False
     for _ in range(rounds):
         pids = cgroup_pids(sandbox.id)
@@ -73,7 +95,12 @@ def host_sweep(sandbox: Sandbox, rounds: int = 100) -> bool:
                 top = sandbox.client.api.top(sandbox.id, ps_args="-o pid")
             except docker.errors.APIError:
                 return False
-            pids = [int(r[0]) for r in top.get("Processes") or [] if r and r[0].isdigit()]
+            # Only processes whose cgroup is the container's: where the runtime's processes are
+            # not host processes, the engine's `top` was seen listing the whole host's.
+            pids = [
+                int(r[0]) for r in top.get("Processes") or []
+                if r and r[0].isdigit() and _in_cgroup_of(int(r[0]), sandbox.id)
+            ]
         victims = []
         init_seen = False
         for pid in pids:
@@ -132,6 +159,15 @@ def cgroup_pids(container_id: str) -> list[int] | None:
         except (OSError, ValueError):
             continue
     return None
+
+
+def _in_cgroup_of(host_pid: int, container_id: str) -> bool:
+    """Whether a host process belongs to the container's cgroup (/proc/PID/cgroup names it)."""
+    try:
+        with open(f"/proc/{host_pid}/cgroup") as fh:
+            return container_id in fh.read()
+    except OSError:
+        return False
 
 
 def _ns_info(host_pid: int) -> tuple[int | None, str | None]:

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ConfigError, InfraError
-from ..sandbox.engine import get_client
+from ..sandbox.engine import get_client, require_runtimes
 from ..sandbox.images import image_exists
 from .build import build_image, image_tag, parse_base_map
 from .check import check_task, sample_paths
@@ -113,11 +113,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = sample_paths(paths, args.sample, args.seed)
     if not paths:
         raise ConfigError(f"no task directories under {' '.join(args.paths)}")
-    console.print(f"checking {len(paths)} task(s) with {args.jobs} job(s)")
+    env_kw = {"runtime": args.runtime} if args.runtime else {}
+    if args.runtime:
+        require_runtimes(get_client(), [args.runtime])  # a missing runtime: one clear error, first
+    console.print(f"checking {len(paths)} task(s) with {args.jobs} job(s)"
+                  + (f" under {args.runtime}" if args.runtime else ""))
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         rows = []
-        for row in pool.map(check_task, paths):
+        for row in pool.map(lambda p: check_task(p, **env_kw), paths):
             mark = "[green]ok[/green]" if row.ok else f"[red]FAIL[/red] {row.reason[:200]}"
             console.print(f"  {row.task}: {mark} ({row.check_s} s)")
             rows.append(row)
@@ -186,6 +190,8 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="only tasks of this split (repeatable)")
     c.add_argument("--jobs", type=int, default=1, help="tasks checked in parallel (default 1)")
     c.add_argument("--json", metavar="FILE", help="also write the rows (with times) as JSON")
+    c.add_argument("--runtime", help="OCI runtime of the probes' sandboxes, e.g. runsc (gVisor; "
+                   "SECURITY.md); default: each task's, else the engine's")
     c.set_defaults(func=cmd_check)
 
     i = sub.add_parser("import-tb1", help="write a Terminal-Bench 1.x task in Harbor's format")

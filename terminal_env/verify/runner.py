@@ -43,12 +43,12 @@ from typing import Any, Iterable
 
 import docker.errors
 
-from ..errors import InfraError, SandboxError, TerminalEnvError
+from ..errors import InfraError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
-from ..sandbox.sweep import host_sweep, host_sweep_possible, sweep_inside
+from ..sandbox.sweep import stop_processes
 from . import guard
 from .parse import parse_results
-from .result import VerifierResult, disk_budget_result
+from .result import VerifierResult, disk_budget_result, exhausted_result
 from .tamper import find_tampering
 
 RESULT_FILES_LIMIT = 10 * 1024 * 1024
@@ -108,7 +108,13 @@ class ProtectedVerifier:
         except _AgentExhausted as exc:
             result = VerifierResult(outcome="failed", message=str(exc))
         except (InfraError, docker.errors.APIError, OSError) as exc:
-            result = VerifierResult.infra_error(f"verification could not run: {exc}")
+            # The sandbox may have stopped after the agent's last step (an exec then fails, or
+            # finds it gone): by the agent's doing (out of memory, or its PID 1 killed where the
+            # runtime allows that) it is a failure; anything else is masked.
+            stopped_by_agent = getattr(sandbox, "stopped_by_agent", None)
+            cause = stopped_by_agent() if stopped_by_agent is not None else None
+            result = (exhausted_result(cause) if cause is not None
+                      else VerifierResult.infra_error(f"verification could not run: {exc}"))
         timings["total"] = time.perf_counter() - t0
         self.last_timings = timings
         return result.model_copy(update={"tests_digest": self.task.tests_digest})
@@ -135,19 +141,11 @@ class ProtectedVerifier:
         return self._run_tests(sandbox, timings)
 
     def _sweep(self, sandbox: Sandbox) -> None:
-        """Stop every process but the keeper (see :mod:`.freeze`): from the host when the engine
-        is local, else with the built-in-only sweep inside."""
-        if host_sweep(sandbox):
+        """Stop every process but the keeper (see :mod:`terminal_env.sandbox.sweep`): from the
+        host where the runtime allows it, else with the built-in-only sweep inside."""
+        ok, detail = stop_processes(sandbox)
+        if ok:
             return
-        detail = "the processes could not be listed from the host"
-        if not host_sweep_possible():
-            try:
-                ok, detail = sweep_inside(sandbox)
-                if ok:
-                    return
-            except SandboxError as exc:
-                sandbox.check_alive()
-                detail = str(exc)
         if _pids_exhausted(sandbox):
             raise _AgentExhausted(
                 "the agent filled the sandbox's process table (a fork bomb?), so it could not be "

@@ -57,7 +57,8 @@ ROOT_CONFIGS = {"/conftest.py", "/pytest.ini", "/tox.ini", "/setup.cfg", "/pypro
 def find_tampering(sandbox: Sandbox, protected: Iterable[str], workdir: str | None) -> list[str]:
     """Paths whose changes make the episode ``tampered`` (empty: nothing suspicious); ``protected``
     are the task's own protected paths, ``workdir`` the directory the tests run in."""
-    changes = sandbox.client.api.diff(sandbox.id) or []
+    own = sandbox.runtime.own_paths()  # the runtime's read-only mounts (gVisor's statx fix)
+    changes = [c for c in sandbox.client.api.diff(sandbox.id) or [] if c["Path"] not in own]
     flagged: list[str] = []
     maybe_files: list[str] = []
     pth_files: list[str] = []
