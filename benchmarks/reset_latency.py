@@ -127,7 +127,7 @@ def floor_lowlevel(client: Any, cfg: SandboxConfig, run_id: str) -> tuple[float,
     opts = floor_options(cfg, run_id)
     opts["binds"] = opts.pop("volumes")  # the low-level API's name for them
     api = client.api
-    host = {k: opts.pop(k) for k in _HOST_KEYS if k in opts and opts[k] is not None}
+    host = {k: v for k in _HOST_KEYS if k in opts and (v := opts.pop(k)) is not None}
     t0 = time.perf_counter()
     cid = api.create_container(host_config=api.create_host_config(**host), **opts)["Id"]
     t1 = time.perf_counter()

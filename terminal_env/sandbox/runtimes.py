@@ -8,21 +8,28 @@ none of them tests a runtime's name.
   the container); the host kernel's out-of-memory killer picks the offending process and counts it
   in the container's memory cgroup.
 - **runsc** (gVisor): the agent's processes live in gVisor's own kernel (the Sentry), a user-space
-  process on the host. The container's cgroup holds the Sentry and its file server, never the
-  agent's processes, so they cannot be listed or signalled from the host: they are stopped from
-  inside with the built-in-only sweep (:data:`terminal_env.sandbox.sweep.SWEEP_SCRIPT`, run by the
-  image's ``/bin/sh``, which the tamper check that follows vouches for). The memory limit holds
-  the whole Sentry, so exceeding it stops the sandbox, not one process: the agent's processes get
-  an address-space limit of the same size (``RLIMIT_AS``), so one runaway process fails its own
-  allocations first and the sandbox lives on. gVisor mounts its own memory-backed ``/tmp`` when
-  the image's ``/tmp`` is empty: files put there through the engine are not seen inside, so
-  nothing is delivered there. Each process of the sandbox costs the Sentry host tasks, and a
-  Sentry that cannot make one dies with the sandbox: see :meth:`Runtime.process_limits`. The runsc that Debian 12 ships refuses the ``AT_NO_AUTOMOUNT`` flag
-  of ``statx``/``fstatat`` (coreutils' ``ls DIR`` and ``stat`` fail with "Invalid argument"): a
-  small library of ours (``gvisor_statx.c``, built once with the host's C compiler) is mounted
-  read-only into the sandbox with an ``/etc/ld.so.preload`` (read-only too) that makes every
-  program load it, the agent's and the verifier's, to drop that flag. Root in a gVisor sandbox can kill its PID 1, the keeper, which stops the
-  container: a stop that the engine did not cause (no ``kill`` in its events) is the agent's.
+  process on the host. What follows from that, each fact a field of :class:`Runtime`:
+
+  - The container's cgroup holds the Sentry and its file server, never the agent's processes, so
+    they cannot be listed or signalled from the host: they are stopped from inside with the
+    built-in-only sweep (:data:`terminal_env.sandbox.sweep.SWEEP_SCRIPT`, run by the image's
+    ``/bin/sh``, which the tamper check that follows vouches for).
+  - The memory limit holds the whole Sentry, so exceeding it stops the sandbox, not one process:
+    the agent's shell sets an address-space limit of the same size (``ulimit -v``), so one
+    runaway process fails its own allocations and the sandbox lives on.
+  - Each process of the sandbox costs the Sentry host tasks, and a Sentry that cannot make one
+    more dies with the sandbox: see :meth:`Runtime.process_limits`.
+  - Root in the sandbox can kill its PID 1, the keeper, which stops the container: a stop that
+    the engine did not cause (no ``kill`` in its events) is the agent's
+    (``Sandbox.stopped_by_agent``).
+  - The runsc that Debian 12 ships refuses the ``AT_NO_AUTOMOUNT`` flag of ``statx`` and
+    ``fstatat`` (coreutils' ``ls DIR`` and ``stat`` fail with "Invalid argument"): a small library
+    of ours (``gvisor_statx.c``, built once with the host's C compiler) is mounted read-only into
+    the sandbox with a read-only ``/etc/ld.so.preload`` that makes every program load it, the
+    agent's and the verifier's, whatever their environment; it drops that flag.
+  - gVisor mounts its own memory-backed ``/tmp`` when the image's ``/tmp`` is empty: files put
+    there through the engine are not seen inside, so nothing is delivered there (the session's
+    long commands go through ``/var/tmp``).
 
 The engine must register ``runsc`` with :data:`RUNSC_ARGS` (``scripts/install-engine.sh`` does):
 ``--network=none`` because gVisor's own network stack does not work in nested setups like these
@@ -69,15 +76,17 @@ class Runtime:
     #: from the host; the host's OOM killer counts its kills in the memory cgroup)
     host_processes: bool = True
     #: the memory limit holds the runtime's own kernel too: going over it stops the whole
-    #: sandbox, so the agent's processes get an address-space limit of this many MB
+    #: sandbox, so the agent's shell limits each process's address space to the memory limit
     address_space_limit: bool = False
-
     #: the runtime needs the statx fix preloaded into every process (:func:`statx_fix_library`)
     statx_fix: bool = False
     #: root in the sandbox can kill its PID 1 (Linux drops such signals to a namespace's init;
     #: gVisor 20221219 delivers them), which stops the container: a death the engine did not
     #: cause is then the agent's (``Sandbox.stopped_by_agent``)
     init_killable_from_inside: bool = False
+    #: host tasks the runtime may need per process of the sandbox (1: the sandbox's processes
+    #: are the host's); see :meth:`process_limits`
+    host_tasks_per_process: int = 1
 
     def mounts(self) -> dict[str, str]:
         """{path in the sandbox: host file} of the read-only files this runtime's sandboxes get
@@ -100,10 +109,6 @@ class Runtime:
         if not mounts:
             return {}
         return {"binds": {host: {"bind": inside, "mode": "ro"} for inside, host in mounts.items()}}
-
-    #: host tasks the runtime may need per process of the sandbox (1: the sandbox's processes
-    #: are the host's); see :meth:`process_limits`
-    host_tasks_per_process: int = 1
 
     def process_limits(self, pids_limit: int) -> tuple[int, int | None]:
         """(the engine's pids limit for the container, the limit on the agent's processes that
