@@ -43,7 +43,8 @@ from .sandbox import Sandbox
 from .sandbox.dockerio import ExecSocket
 from .screen import Screen
 
-#: what follows a session's sentinel prefix (its nonce): exit code, shell pid, working directory
+#: what follows a session's sentinel prefix (its nonce): exit code, shell pid, the sandbox's uptime at
+#: the prompt, the last background job's pid ($!), working directory
 _MARKER_TAIL = re.compile(rb"(\d+):(\d+):([0-9.]*):(\d*):([^\x1f]{0,4096})\x1f\r?\n")
 
 # Typed directly: single line commands up to this size. Longer ones go through a file.
