@@ -1,9 +1,9 @@
 """The reference trainer end to end on one CPU: SFT, critic recalibration and PPO on the toy tasks.
 
-Usage: python benchmarks/train_toy.py [--kind choose-word] [--train 48] [--validation 16] [--seeds 2]
+Usage: python benchmarks/train_toy.py [--kind count-letters] [--train 48] [--validation 16] [--seeds 2]
                                       [--temperature 0.6] [--hidden 64] [--layers 2]
-                                      [--sft-epochs 10] [--sft-lr 3e-3] [--sft-batch 2]
-                                      [--critic-epochs 8] [--critic-episodes 32] [--critic-init sft]
+                                      [--sft-epochs 16] [--sft-lr 3e-3] [--sft-batch 2]
+                                      [--critic-epochs 8] [--critic-episodes 64] [--critic-init sft]
                                       [--ppo-iterations 2] [--ppo-episodes 16] [--force-ppo REASON]
                                       [--workers 4] [--seed 0] [--skip-critic] [--skip-ppo] [--out FILE]
 
@@ -11,13 +11,16 @@ Nothing is downloaded: the model is the tiny in-process Llama of the tests (test
 its 320-token byte-level BPE tokenizer and chat template), made wider and given a 4,096-token
 context (the generic harness's system prompt alone is ~2,000 of its tokens; the harness is used
 as it is, not shortened). The tasks are a generated toy family
-(:func:`terminal_env.tasks.toy.write_toy_family`), by default of the ``choose-word`` kind ("Write
-the word lazy to /app/fox.txt.": a word and a file from closed sets of 8, validation made of
-combinations no train task has), ``--train`` train and ``--validation`` validation tasks,
-written under a temporary directory that is removed at the end. ``--kind write-number`` was the
-first attempt (a 4-digit number the tiny model never learned to copy). Every episode
-is a real :class:`TerminalEnv` episode in Docker (no network), scored by the task's protected
-verifier, and every env is closed.
+(:func:`terminal_env.tasks.toy.write_toy_family`), by default of the ``count-letters`` kind
+("Write to /app/answer.txt the number of letters in QZXJ.": words of 2 to 9 capitals, one token
+per letter, validation made of words no train task has), ``--train`` train and
+``--validation`` validation tasks, written under a temporary directory that is removed at the
+end. ``--kind write-number`` (copy a 4-digit number) and ``--kind choose-word`` (copy a word and
+a file name from closed sets of 8) were the first attempts: behind ~2,000 tokens of system
+prompt this model does not learn, in this budget, to look up a few tokens of the instruction,
+while it does learn the instruction's length (``benchmarks/README.md``). Every episode is a real
+:class:`TerminalEnv` episode in Docker (no network), scored by the task's protected verifier,
+and every env is closed.
 
 Phases (wall time of each is reported):
 
@@ -27,6 +30,9 @@ Phases (wall time of each is reported):
    record, and :func:`terminal_env.train.data.sft_samples` the supervised samples.
 2. ``base``: the untrained model plays every validation task under ``--seeds`` seeds at
    ``--temperature`` (local :class:`TransformersBackend`, generic harness, 3 turns at most).
+   Seed k gives validation task i the episode seed ``1000 * (k + 1) + i``: the sampler's stream
+   depends on the episode's seed alone, so tasks sharing one seed would draw the same numbers
+   and succeed or fail together.
 3. ``sft``: :func:`terminal_env.train.sft.sft` on the samples; the weights are pushed into the
    serving backend with ``load_weights``; then the validation tasks are played again.
    **Claim 1**: strict success (Mean@k over the seeds) after SFT > before.
@@ -35,7 +41,8 @@ Phases (wall time of each is reported):
    train tasks (``--critic-episodes`` episodes);
    :func:`terminal_env.train.data.episodes` (reward ``strict_success_first``) and
    :func:`terminal_env.train.critic.recalibrate` fit the critic (held-out explained variance per
-   epoch). **Claim 2**: final held-out EV > initial EV.
+   epoch). **Claim 2**: final held-out EV >= initial EV + 0.05 (``EV_MARGIN``; a critic that
+   learns only the mean return moves it by about 0.001).
 5. ``ppo``: ``--ppo-iterations`` times: rollouts of the current actor on train tasks, ``episodes``
    (refusing turns sampled by other weights), ``PPO.update``, ``load_weights``. Then the validation
    tasks are played again. **Claim 3**: validation mean reward after PPO > after SFT (the PPO
@@ -44,7 +51,7 @@ Phases (wall time of each is reported):
 Prints one JSON document on stdout (progress on stderr), also written to ``--out``; exits 1 if a
 claim that was run fails. ``claims`` says which held. Note the statistical caveat: with 16
 validation tasks and 2 seeds, a difference of a few points is noise; the JSON reports the
-per-seed rates so the spread can be seen.
+per-seed rates and each task's successes so the spread can be seen.
 """
 
 from __future__ import annotations
@@ -75,6 +82,8 @@ from terminal_env.tasks.toy import write_toy_family  # noqa: E402
 
 REWARD = "strict_success_first"
 MAX_TURNS = 3
+#: how much the critic's held-out explained variance must rise for claim 2
+EV_MARGIN = 0.05
 
 
 def oracle_command(task: Path) -> str:
@@ -132,6 +141,9 @@ def summarise(trajs: list[Any], seeds: list[int], n_tasks: int) -> dict[str, Any
     terminations: dict[str, int] = {}
     for t in valid:
         terminations[t.termination] = terminations.get(t.termination, 0) + 1
+    per_task: dict[str, int] = {}  # strict successes of each task over the seeds
+    for t in valid:
+        per_task[t.task.name] = per_task.get(t.task.name, 0) + int(t.strict_success)
     sample = next((t for t in valid if t.strict_success), valid[0] if valid else None)
     first_reply = None
     if sample is not None and sample.turns and sample.turns[0].completion is not None:
@@ -141,13 +153,14 @@ def summarise(trajs: list[Any], seeds: list[int], n_tasks: int) -> dict[str, Any
         "strict_success": round(sum(s["strict_success"] for s in per_seed) / len(per_seed), 4),  # Mean@k
         "mean_reward": round(sum(s["mean_reward"] for s in per_seed) / len(per_seed), 4),
         "mean_progress": round(sum(t.progress for t in valid) / max(1, len(valid)), 4),
-        "per_seed": per_seed, "terminations": terminations, "example_first_reply": first_reply,
+        "per_seed": per_seed, "per_task_successes": per_task, "terminations": terminations,
+        "example_first_reply": first_reply,
     }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kind", default="choose-word", help="toy task kind (terminal_env.tasks.toy.KINDS)")
+    ap.add_argument("--kind", default="count-letters", help="toy task kind (terminal_env.tasks.toy.KINDS)")
     ap.add_argument("--train", type=int, default=48, help="train tasks")
     ap.add_argument("--validation", type=int, default=16, help="validation tasks")
     ap.add_argument("--seeds", type=int, default=2, help="k of Mean@k on validation")
@@ -155,12 +168,12 @@ def main() -> int:
     ap.add_argument("--new-tokens", type=int, default=48, help="max new tokens per turn")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--sft-epochs", type=int, default=10)
+    ap.add_argument("--sft-epochs", type=int, default=16)
     ap.add_argument("--sft-lr", type=float, default=3e-3)
     ap.add_argument("--sft-batch", type=int, default=2, help="SFT batch size (smaller: more optimizer steps)")
     ap.add_argument("--critic-epochs", type=int, default=8)
     ap.add_argument("--critic-lr", type=float, default=1e-3)
-    ap.add_argument("--critic-episodes", type=int, default=32, help="SFT-actor episodes the critic is fitted on")
+    ap.add_argument("--critic-episodes", type=int, default=64, help="SFT-actor episodes the critic is fitted on")
     ap.add_argument("--critic-init", choices=("sft", "base"), default="sft",
                     help="the critic's body: a copy of the SFT actor (default) or of the base model")
     ap.add_argument("--ppo-iterations", type=int, default=2)
@@ -208,8 +221,12 @@ def main() -> int:
         backend = TransformersBackend(copy.deepcopy(pair.actor), tokenizer, name="tiny", max_batch=args.workers,
                                       weights_version="base")
         params = SamplingParams(max_new_tokens=args.new_tokens, temperature=args.temperature)
-        seeds = [1000 + k for k in range(args.seeds)]
-        validation_jobs = [(task, seed) for seed in seeds for task in validation]
+        # seed k of Mean@k gives validation task i the episode seed 1000 * (k + 1) + i: the
+        # sampler's random stream depends on the episode's seed alone, so tasks played under one
+        # shared seed would draw the same numbers at the same turn and token, and fail or succeed
+        # together (one draw per seed, not one per episode)
+        seeds = [1000 * (k + 1) for k in range(args.seeds)]
+        validation_jobs = [(task, seed + i) for seed in seeds for i, task in enumerate(validation)]
 
         def validate(label: str) -> dict[str, Any]:
             t0 = time.perf_counter()
@@ -287,8 +304,10 @@ def main() -> int:
             pair.meta = {**pair.meta, "stage": "critic", "metrics": {"critic": calibration}}
             log(f"critic: held-out EV per epoch {result['critic']['explained_variance_per_epoch']} "
                 f"({wall['critic']} s)")
+            # by a margin: a critic that only learns the mean return scores +-0.001 around its
+            # initial 0, which is no rise
             claims["critic_raises_explained_variance"] = (
-                calibration["explained_variance"] > calibration["initial_explained_variance"])
+                calibration["explained_variance"] >= calibration["initial_explained_variance"] + EV_MARGIN)
 
         # -- 5. PPO from the SFT checkpoint ------------------------------------------------------
         trainer = None
@@ -346,7 +365,8 @@ def main() -> int:
     wall["total"] = round(time.perf_counter() - t_all, 1)
     result.update({
         "claims": claims, "ok": bool(claims) and all(claims.values()), "wall_seconds": wall,
-        "seeds": {"family_model_trainer": args.seed, "validation_episode_seeds": seeds,
+        "seeds": {"family_model_trainer": args.seed,
+                  "validation_episode_seeds": f"{seeds} + the task's index (0 to {len(validation) - 1})",
                   "rollout_seeds": "10000 * (iteration + 1) + i"},
         "config": {**{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                    "reward": REWARD, "max_turns": MAX_TURNS, "harness": "generic (unchanged system prompt)",

@@ -1,7 +1,8 @@
 """The generated toy family (:mod:`terminal_env.tasks.toy`): it loads through the task loader
 with its splits and metadata, its values never repeat across splits (for ``choose-word``: its
-combinations never do, and every validation word and file is in train), a non-empty destination
-is refused, and (with Docker) the oracle solves each kind, the nop agent does not, and writing
+combinations never do, and every validation word and file is in train; for ``count-letters``:
+its words never do, and every split deals the lengths alike), a non-empty destination is
+refused, and (with Docker) the oracle solves each kind, the nop agent does not, and writing
 several numbers or a wrong one is only partial progress."""
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ from terminal_env.protocols import ModelBackend
 from terminal_env.tasks import Task, load_task, validate
 from terminal_env.tasks.check import CANARY
 from terminal_env.tasks.pool import load_pool, pool_problems
-from terminal_env.tasks.toy import CHOICE_FILES, KINDS, WORDS, write_toy_family
+from terminal_env.tasks.toy import (
+    CHOICE_FILES,
+    COUNT_LENGTHS,
+    COUNT_LETTERS,
+    KINDS,
+    WORDS,
+    write_toy_family,
+)
 from terminal_env.verify import VerifierResult
 
 N_TRAIN, N_VALIDATION = 8, 2  # choose-word needs 8 train tasks to hold every word and file
 #: the kinds whose every task has a value of its own
-DISTINCT = [kind for kind in KINDS if kind != "choose-word"]
+DISTINCT = [kind for kind in KINDS if kind not in ("choose-word", "count-letters")]
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +125,32 @@ def test_choose_word_validation_holds_unseen_combinations_of_seen_words_and_file
     assert len(write_toy_family(tmp_path / "e", n_train=3, n_validation=0, kind="choose-word")) == 3
 
 
+def counted_word(instruction: str) -> str:
+    found = re.fullmatch(r"Write to /app/answer\.txt the number of letters in (\w+)\.", instruction.strip())
+    assert found, instruction
+    return found.group(1)
+
+
+def test_count_letters_validation_holds_unseen_words_of_every_length(tmp_path):
+    write_toy_family(tmp_path / "a", n_train=48, n_validation=16, seed=3, kind="count-letters")
+    words = {split: [counted_word(t.instruction) for t in load_pool(tmp_path / "a", splits=[split])]
+             for split in ("train", "validation")}
+    train, val = words["train"], words["validation"]
+    assert len(set(train + val)) == 64  # no word twice, in a split or across them
+    assert all(set(w) <= set(COUNT_LETTERS) for w in train + val)
+    # each split deals the lengths alike: 48 train tasks hold each length 6 times, 16 validation 2
+    assert sorted(len(w) for w in train) == sorted(COUNT_LENGTHS * 6)
+    assert sorted(len(w) for w in val) == sorted(COUNT_LENGTHS * 2)
+    for task in load_pool(tmp_path / "a"):  # the answer is the count, in the oracle and the tests
+        n = len(counted_word(task.instruction))
+        assert (task.path / "solution" / "solve.sh").read_text().splitlines()[-1] == f"echo {n} > /app/answer.txt"
+        assert f"EXPECTED = {n}\n" in (task.path / "tests" / "test_outputs.py").read_text()
+    write_toy_family(tmp_path / "b", n_train=48, n_validation=16, seed=3, kind="count-letters")
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")  # the same arguments, the same bytes
+    write_toy_family(tmp_path / "c", n_train=48, n_validation=16, seed=4, kind="count-letters")
+    assert tree(tmp_path / "c") != tree(tmp_path / "a")
+
+
 def test_a_non_empty_or_wrong_destination_is_refused_with_the_fix(tmp_path):
     dest = tmp_path / "taken"
     dest.mkdir()
@@ -170,3 +204,13 @@ def test_several_numbers_or_a_wrong_one_are_only_partial_progress(families, base
     assert result.outcome == "partial" and reward == pytest.approx(0.25), result.message
     reward, result = play(task, ScriptedBackend.of_actions([f"echo {n + 1} > /app/answer.txt"]))
     assert result.outcome == "partial" and reward == pytest.approx(0.5), result.message
+
+
+@pytest.mark.docker
+def test_a_wrong_count_or_the_word_itself_is_only_partial_progress(families, base_image):
+    task = load_task(families["count-letters"] / "toy-count-letters-train-000")
+    word = counted_word(task.instruction)
+    reward, result = play(task, ScriptedBackend.of_actions([f"echo {len(word) + 1} > /app/answer.txt"]))
+    assert result.outcome == "partial" and reward == pytest.approx(0.5), result.message
+    reward, result = play(task, ScriptedBackend.of_actions([f"echo {word} > /app/answer.txt"]))
+    assert result.outcome == "partial" and reward == pytest.approx(0.25), result.message

@@ -25,8 +25,18 @@ Kinds (one kind per family; call twice, into two directories, for two families):
   closed set of 8 (:data:`CHOICE_FILES`): 64 combinations. Meant to be easier for a tiny model
   than the others: it must carry a word and a file name it has seen in training from the
   instruction into its command, not copy arbitrary characters (a 115k-parameter model does not
-  learn to copy a 4-digit number). The tiny model of the benchmark has not learned this either
-  yet (``benchmarks/README.md``, ``train_toy.py``).
+  learn to copy a 4-digit number). The tiny model of the benchmark does not learn this either
+  (``benchmarks/README.md``, ``train_toy.py``).
+* ``count-letters``: "Write to /app/answer.txt the number of letters in QZXJ." Solved by
+  ``echo 4 > /app/answer.txt``. Words of 2 to 9 capitals (:data:`COUNT_LENGTHS`) from
+  :data:`COUNT_LETTERS`, letters no merge of the tests' tiny tokenizer joins, so that there a
+  word of n letters is n tokens. Each split deals the 8 lengths alike and no word is in two
+  tasks, so validation is words never trained on, with answers (lengths) seen in training. The
+  kind the benchmark trains: behind the generic harness's ~2,000-token system prompt the tiny
+  model does not learn, in the benchmark's budget, to look a word or a file name up in the
+  instruction (``choose-word``, ``write-number``), but it does learn how many tokens follow the
+  system prompt, and with one fixed wording that is the word's length plus a constant. A new
+  wording would change the constant: the family has one.
 
 Each task is an ordinary Harbor task directory, in the format of the bundled pool (``tasks/``):
 ``task.toml`` (split, ``family = "toy-<kind>"``, category ``toy``, the pool's canary, weights of
@@ -40,7 +50,8 @@ holds exactly one number or word (1), and that is the task's value (2). So an em
 
 Values come from ``random.Random(seed)`` and are drawn without replacement for the whole family,
 so no train task shares its value with a validation task, and the same arguments always write
-the same bytes.
+the same bytes. For ``count-letters`` the drawn value is the word, and what the file must hold
+is its length: the words never repeat, the answers do.
 
 ``choose-word`` is the exception, on purpose: its words and files *do* repeat across splits
 (there are only 8 of each), and what never repeats is the *combination*. Its validation split
@@ -84,6 +95,12 @@ FILE_NAMES = ("notes.txt", "word.txt", "label.txt", "greeting.txt", "memo.txt", 
 #: prompt is full of) were learned in 8 to 12 epochs of the benchmark's SFT so far.
 WORDS = ("brown", "head", "hello", "jumps", "lazy", "over", "python", "quick")
 CHOICE_FILES = ("cat.txt", "dog.txt", "fox.txt", "grep.txt", "ls.txt", "pytest.txt", "src.txt", "tmp.txt")
+#: the letters of a ``count-letters`` word: capitals that no merge of the tests' tiny tokenizer
+#: joins (its merges "AD", "EAD", "ME", "READ" use A, D, E, M and R), so that there a word of n
+#: letters is n tokens
+COUNT_LETTERS = "BCFGHJKLNPQSTVWXYZ"
+#: the lengths of a ``count-letters`` word, dealt in turn (each split holds every length alike)
+COUNT_LENGTHS = tuple(range(2, 10))
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
 
@@ -140,9 +157,11 @@ class _Kind:
     capacity: int  # how many distinct tasks the kind can draw
     # (path, value) of n_train then n_validation tasks, no two the same
     draw: Callable[[random.Random, int, int], list[tuple[str, str]]]
-    instruction: Callable[[str, str], str]
+    instruction: Callable[[str, str], str]  # (path, drawn value) -> the instruction
     pattern: str  # the token the file must hold, as a regular expression
     compare: str  # the expression of the hidden test that must equal EXPECTED
+    # what the file must hold, from the drawn value (the value itself, but for count-letters)
+    answer: Callable[[str], str] = str
 
 
 def _draw_numbers(rng: random.Random, n: int) -> list[tuple[str, str]]:
@@ -177,6 +196,24 @@ def _deal_combinations(rng: random.Random, n_train: int, n_validation: int) -> l
     return train + validation
 
 
+def _draw_letter_words(rng: random.Random, n_train: int, n_validation: int) -> list[tuple[str, str]]:
+    """``count-letters``: words of capitals, each split dealing the lengths of
+    :data:`COUNT_LENGTHS` in turn (shuffled within the split); no word is drawn twice."""
+    words: dict[str, None] = {}
+    out: list[tuple[str, str]] = []
+    for n in (n_train, n_validation):
+        lengths = [COUNT_LENGTHS[i % len(COUNT_LENGTHS)] for i in range(n)]
+        rng.shuffle(lengths)
+        for length in lengths:
+            while True:
+                word = "".join(rng.choice(COUNT_LETTERS) for _ in range(length))
+                if word not in words:
+                    words[word] = None
+                    out.append(("/app/answer.txt", word))
+                    break
+    return out
+
+
 _SYLLABLES = len(_CONSONANTS) * len(_VOWELS)
 
 KINDS: dict[str, _Kind] = {
@@ -198,6 +235,13 @@ KINDS: dict[str, _Kind] = {
         noun="word", capacity=len(WORDS) * len(CHOICE_FILES), draw=_deal_combinations,
         instruction=lambda path, value: f"Write the word {value} to {path}.",
         pattern=r"[A-Za-z]+", compare="content()",
+    ),
+    "count-letters": _Kind(
+        # the words never repeat, their lengths (the answers) do; a safe bound: there are at least
+        # this many words of every length
+        noun="number", capacity=len(COUNT_LETTERS) ** min(COUNT_LENGTHS), draw=_draw_letter_words,
+        instruction=lambda path, word: f"Write to {path} the number of letters in {word}.",
+        pattern=r"[+-]?[0-9]+", compare="int(content())", answer=lambda word: str(len(word)),
     ),
 }
 
@@ -238,6 +282,7 @@ allow_internet = false
 
 
 def _test_py(kind: str, path: str, value: str) -> str:
+    """The hidden tests; ``value`` is what the file must hold."""
     k = KINDS[kind]
     expected: int | str = int(value) if k.noun == "number" else value
     return _TEST_PY.format(
@@ -311,7 +356,7 @@ def write_toy_family(
         _write(task / "instruction.md", k.instruction(target, value) + "\n")
         _write(task / "environment" / "Dockerfile", _DOCKERFILE)
         _write(task / "tests" / "test.sh", _TEST_SH, executable=True)
-        _write(task / "tests" / "test_outputs.py", _test_py(kind, target, value))
-        _write(task / "solution" / "solve.sh", _solve_sh(target, value), executable=True)
+        _write(task / "tests" / "test_outputs.py", _test_py(kind, target, k.answer(value)))
+        _write(task / "solution" / "solve.sh", _solve_sh(target, k.answer(value)), executable=True)
         paths.append(task)
     return paths
