@@ -22,13 +22,24 @@ The scripts are run as ``python benchmarks/<name>.py``, so this file's folder is
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
 #: the fields :func:`stats` reports when none are named
 DEFAULT_FIELDS = ("n", "median", "p90", "mean", "min", "max")
+
+
+def emit(doc: dict, out: str | os.PathLike[str] | None = None) -> None:
+    """Print a benchmark's JSON document on stdout, and write it to ``out`` too when given."""
+    text = json.dumps(doc, indent=2)
+    if out:
+        with open(out, "w") as fh:
+            fh.write(text + "\n")
+    print(text)
 
 
 def log(msg: str, prefix: str = "") -> None:

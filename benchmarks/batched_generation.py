@@ -23,7 +23,6 @@ batched backend saw. Prints one JSON document on stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the tiny model of the tests
 
-from _common import log  # noqa: E402
+from _common import emit, log  # noqa: E402
 
 from terminal_env import TaskSpec, TerminalEnv  # noqa: E402
 from terminal_env.agent import run_agent  # noqa: E402
@@ -128,10 +127,7 @@ def main() -> int:
         "target_speedup": 3.0, "ok": bool(speedup and speedup >= 3.0
                                           and not any(r["errors"] for rs in results.values() for r in rs)),
     }
-    text = json.dumps(out, indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    emit(out, args.out)
     return 0 if out["ok"] else 1
 
 

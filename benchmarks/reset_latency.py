@@ -38,7 +38,6 @@ One JSON document goes to stdout (and to --out); progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -450,11 +449,7 @@ def main() -> int:
             "the env's container; must be empty for the comparison to be fair.",
         ],
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    _common.emit(doc, args.out)
     return 0 if not leaked else 1
 
 

@@ -26,7 +26,6 @@ pays a ``docker exec`` per command costs tens of milliseconds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import secrets
@@ -282,11 +281,7 @@ def main() -> int:
             "cheaper faithful variant). The tmux server is started once, untimed.",
         ],
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    _common.emit(doc, args.out)
     return 0 if not leaked else 1
 
 

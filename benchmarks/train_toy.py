@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import platform
 import shutil
 import sys
@@ -71,7 +70,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the tiny model of the tests
 
-from _common import log  # noqa: E402
+from _common import emit, log  # noqa: E402
 
 from terminal_env import TerminalEnv  # noqa: E402
 from terminal_env.agent import run_agent  # noqa: E402
@@ -377,10 +376,7 @@ def main() -> int:
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
                     "cpus": __import__("os").cpu_count()},
     })
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    emit(result, args.out)
     return 0 if result["ok"] else 1
 
 
