@@ -44,6 +44,7 @@ verifier checks that (the keeper must be seen as PID 1) before it signals anythi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -206,9 +207,11 @@ def _statx_fix_supported() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")  # its system calls are x86-64's
 
 
+@functools.lru_cache(maxsize=1)
 def statx_fix_library() -> Path:
     """The statx fix, built once per version of its source into the user's cache with the host's
-    C compiler (``cc``); a :class:`ConfigError` saying what to install if there is none."""
+    C compiler (``cc``); a :class:`ConfigError` saying what to install if there is none. Found
+    once per process: every runsc sandbox's start and tamper check asks for it."""
     source = STATX_FIX_SOURCE.read_bytes()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "terminal-env"
     lib = cache / f"gvisor-statx-{hashlib.sha256(source).hexdigest()[:12]}.so"
