@@ -248,13 +248,14 @@ def build_image(
     timeout: float | None = None,
     log: Callable[[str], None] = print,
     force: bool = False,
+    no_cache: bool = False,
 ) -> str:
     """The local image of ``task``, built only when its tag is missing (or ``force``).
 
     ``timeout`` defaults to the task's ``build_timeout``. Raises :class:`ImageNotFoundError`
     before building when a ``FROM`` image is neither local nor mapped, and
     :class:`ImageBuildError` (task name, reason, last lines of the log) when the build fails or
-    runs past the timeout.
+    runs past the timeout. ``no_cache`` builds every step again (the gate's same-instance probe).
     """
     client = client or get_client()
     plan = plan_build(task, base_map=base_map, ca_bundle=ca_bundle)
@@ -283,7 +284,7 @@ def build_image(
             if ignore.is_file():  # a `*` rule would drop our file from the context
                 ignore.write_text(ignore.read_text() + f"\n!{CA_FILE}\n")
         log(f"building {plan.tag} for task {task.name} (timeout {limit:g} s)")
-        _run_build(client, task, plan, context, dockerfile, limit, log)
+        _run_build(client, task, plan, context, dockerfile, limit, log, no_cache)
     return plan.tag
 
 
@@ -341,7 +342,7 @@ def _abort(response: Any) -> None:
 
 
 def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan, context: Path,
-               dockerfile: Path, limit: float, log: Callable[[str], None]) -> None:
+               dockerfile: Path, limit: float, log: Callable[[str], None], no_cache: bool = False) -> None:
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     def failure(reason: str) -> ImageBuildError:
@@ -357,7 +358,7 @@ def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan
         # The HTTP timeout only bounds one silent read; the deadline below bounds the build.
         stream = client.api.build(
             path=str(context), dockerfile=str(dockerfile), tag=plan.tag, rm=True, forcerm=True,
-            pull=False, decode=True, timeout=int(limit) + 30, labels=labels,
+            pull=False, decode=True, timeout=int(limit) + 30, labels=labels, nocache=no_cache,
         )
     except docker.errors.APIError as exc:
         raise failure(f"was refused by the engine: {exc.explanation or exc}") from None

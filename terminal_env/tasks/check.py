@@ -1,9 +1,12 @@
-"""The quality gate of a task: build it, then three probes through ``TerminalEnv``.
+"""The quality gate of a task: build it, then probes through ``TerminalEnv``.
 
 * ``oracle`` must reach strict success (reward 1.0);
 * ``nop`` must not succeed;
 * ``snoop``, an agent that searches the filesystem for the task's tests, solution and expected
-  values, must find none of them (and must not succeed either).
+  values, must find none of them (and must not succeed either);
+* the probes for tests that can be fooled without solving the task (:mod:`.probes`): the
+  oracle on rewritten inputs (``rewrite``), knowledge-free answers (``constant``) and a second
+  build without cache (``instance``).
 
 The snooping agent looks for the files of ``tests/`` and ``solution/`` by name, for the pool's
 canary string (every test and solution file carries it), and for distinctive lines of the test
@@ -25,15 +28,44 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import docker
+
 from ..actions import Command
 from ..agent import run_episode
 from ..env import TerminalEnv
 from ..errors import TerminalEnvError
-from ..models.simple import NopBackend, OracleBackend, ScriptedBackend
+from ..models.simple import NopBackend, ScriptedBackend
 from ..sandbox import Sandbox, SandboxConfig
+from ..sandbox.engine import get_client
 from ..sandbox.images import map_base_image
 from .build import build_image
 from .load import load_task
+from .probes import (
+    CONSTANT_MAX,
+    REWRITE_MAX,
+    ProbeOracle,
+    WriteFiles,
+    constant_variants,
+    input_candidates,
+    instance_digest,
+    task_files,
+)
+
+#: the probes for foolable tests that :func:`check_task` runs besides oracle, nop and snoop
+PROBES = ("rewrite", "constant", "instance")
+REWRITE_FIX = (
+    "the tests recompute their expectations from files the agent can rewrite: keep the expected "
+    "values (or a hidden copy of the inputs, or the seed that makes them) in tests/, or list the "
+    "inputs in protected_paths"
+)
+CONSTANT_FIX = (
+    "partial credit rewards an answer that knows nothing about the instance: make each check "
+    "need instance knowledge (e.g. both an approval and a denial right), or weight such checks down"
+)
+INSTANCE_FIX = (
+    "two builds of the image give different instances: seed the generator of the task's data "
+    "(random.Random(N), not os.urandom or the clock), so results compare across hosts"
+)
 
 CANARY = "TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30"
 _NEEDLES_FILE = "/tmp/.te-snoop-needles"
@@ -59,6 +91,11 @@ class CheckRow:
     #: where the tests load agent-written code into their own process (static scan, then the
     #: files the oracle run's test process executed from outside the interpreter and the tests)
     in_process: list[str] = field(default_factory=list)
+    #: the probes for foolable tests (probes.py): the oracle on rewritten inputs, constant
+    #: answers, and the instance after a second build without cache
+    rewrite: str = "-"
+    constant: str = "-"
+    instance: str = "-"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -217,8 +254,13 @@ def _shq(s: str) -> str:
     return "'" + s.replace("'", "'\\''") + "'"
 
 
-def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None, **env_kw: Any) -> CheckRow:
-    """Build ``path`` and run the three probes; never raises for a broken task."""
+def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
+               probes: tuple[str, ...] = PROBES, **env_kw: Any) -> CheckRow:
+    """Build ``path`` and run the probes (oracle, nop, snoop, then ``probes``); never raises for
+    a broken task."""
+    unknown = sorted(set(probes) - set(PROBES))
+    if unknown:
+        raise ValueError(f"unknown probes {unknown}; the probes are {', '.join(PROBES)}")
     row = CheckRow(task=Path(path).name, path=str(path))
     t_start = time.perf_counter()
     try:
@@ -236,7 +278,8 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
                 env.close()
             return reward, info["verification"], info
 
-        reward, res, _ = play(OracleBackend())
+        oracle = ProbeOracle()
+        reward, res, _ = play(oracle)
         row.oracle = f"{res.outcome.value} {reward:.2f}"
         row.checks = len(res.checks)
         problems = []
@@ -266,6 +309,12 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
             problems.append("snoop found: " + "; ".join(hits[:5]))
         if res.strict_success:
             problems.append("snoop succeeded without solving the task")
+        if "rewrite" in probes:
+            problems += _rewrite_probe(task, play, oracle, row)
+        if "constant" in probes:
+            problems += _constant_probe(play, oracle, row)
+        if "instance" in probes:
+            problems += _instance_probe(task, row, log)
         row.ok = not problems
         row.reason = " | ".join(problems)
     except TerminalEnvError as exc:
@@ -274,6 +323,62 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         row.reason = f"unexpected {type(exc).__name__}: {exc}"
     row.check_s = round(time.perf_counter() - t_start, 2)
     return row
+
+
+def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
+    """The oracle on small versions of the task's inputs: tests that still pass while the
+    oracle's outputs changed trust files the agent can rewrite."""
+    base = base_image_of(task)
+    protected = tuple(getattr(task, "protected_paths", ()) or ())
+    probe = ProbeOracle(lambda sb: input_candidates(sb, task_files(sb, base), protected))
+    reward, res, _ = play(probe)
+    if not probe.rewritten:
+        row.rewrite = "no input to rewrite"
+        return []
+    changed = sorted(p for p in set(probe.outputs) | set(oracle.outputs)
+                     if probe.outputs.get(p) != oracle.outputs.get(p) and p not in probe.rewritten)
+    inputs = sorted(probe.rewritten)
+    row.rewrite = f"{res.outcome.value} {reward:.2f} on {len(inputs)} rewritten input(s)"
+    if res.masked or reward < REWRITE_MAX:
+        return []
+    if not changed:
+        row.rewrite += " (the oracle's outputs did not change: inconclusive)"
+        return []
+    return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
+            f"versions and the oracle wrote other outputs ({', '.join(changed[:3])}): {REWRITE_FIX}"]
+
+
+def _constant_probe(play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
+    """Knowledge-free answers shaped like the oracle's outputs must earn (almost) nothing."""
+    variants = constant_variants(oracle.contents)
+    if not variants:
+        row.constant = "no output to imitate"
+        return []
+    scores = {}
+    for name, files in variants.items():
+        reward, res, _ = play(WriteFiles(files))
+        scores[name] = (reward, res.strict_success)
+    row.constant = "; ".join(f"{n} {r:.2f}" for n, (r, _) in scores.items())
+    bad = [f"{n} scores {r:.2f}" for n, (r, ok) in scores.items() if ok or r >= CONSTANT_MAX]
+    return [f"constant answers ({'; '.join(bad)}): {CONSTANT_FIX}"] if bad else []
+
+
+def _instance_probe(task: Any, row: CheckRow, log: Callable[[str], None]) -> list[str]:
+    """The image built again without the build cache must hold the same files."""
+    tag = build_image(task, log=log)
+    client = get_client()
+    old = client.api.inspect_image(tag)["Id"]
+    first = instance_digest(tag)
+    build_image(task, client, log=log, force=True, no_cache=True)
+    second = instance_digest(tag)
+    if client.api.inspect_image(tag)["Id"] != old:
+        try:  # the first build is now untagged: nothing else uses it
+            client.api.remove_image(old)
+        except docker.errors.APIError:
+            pass
+    differ = sorted(p for p in set(first) | set(second) if first.get(p) != second.get(p))
+    row.instance = "same" if not differ else f"{len(differ)} file(s) differ"
+    return [f"instance: {', '.join(differ[:5])} differ between two builds: {INSTANCE_FIX}"] if differ else []
 
 
 def sample_paths(paths: list[Path], n: int | None, seed: int = 0) -> list[Path]:

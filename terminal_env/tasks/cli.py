@@ -21,7 +21,7 @@ from ..errors import ConfigError, InfraError
 from ..sandbox.engine import get_client, require_runtimes
 from ..sandbox.images import image_exists
 from .build import build_image, image_tag, parse_base_map
-from .check import check_task, sample_paths
+from .check import PROBES, check_task, sample_paths
 from .load import find_tasks, load_task, read_task, validate
 from .schema import Problem
 from .tb1_import import import_tb1
@@ -106,14 +106,16 @@ def cmd_import_tb1(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Build each task and run the oracle, nop and snoop probes; a table and an exit status."""
+    """Build each task and run the gate's probes (oracle, nop, snoop, then those of
+    ``--probes``); a table and an exit status."""
     paths = find_tasks(args.paths)
     if args.split:  # before sampling, so that --sample N gives N tasks of those splits
         paths = [p for p in paths if _split_of(p) in args.split]
     paths = sample_paths(paths, args.sample, args.seed)
     if not paths:
         raise ConfigError(f"no task directories under {' '.join(args.paths)}")
-    env_kw = {"runtime": args.runtime} if args.runtime else {}
+    env_kw: dict[str, Any] = {"runtime": args.runtime} if args.runtime else {}
+    env_kw["probes"] = _probes(args.probes)
     if args.runtime:
         require_runtimes(get_client(), [args.runtime])  # a missing runtime: one clear error, first
     console.print(f"checking {len(paths)} task(s) with {args.jobs} job(s)"
@@ -125,28 +127,39 @@ def cmd_check(args: argparse.Namespace) -> int:
             mark = "[green]ok[/green]" if row.ok else f"[red]FAIL[/red] {row.reason[:200]}"
             console.print(f"  {row.task}: {mark} ({row.check_s} s)")
             rows.append(row)
-    table = Table(title=f"tasks check: {sum(r.ok for r in rows)}/{len(rows)} ok "
-                        f"in {time.monotonic() - t0:.0f} s")
-    for col in ("task", "split", "category", "difficulty", "build s", "oracle", "nop", "snoop",
-                "checks", "check s", "status"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r.task, r.split or "-", r.category or "-", r.difficulty or "-",
-                      f"{r.build_s}", r.oracle, r.nop, r.snoop, f"{r.checks}", f"{r.check_s}",
-                      Text("ok", style="green") if r.ok else Text("FAIL: " + r.reason, style="red"))
+    header = ("task", "split", "category", "difficulty", "build s", "oracle", "nop", "snoop",
+              "rewrite", "constant", "instance", "checks", "check s", "status")
+    cells = [(r.task, r.split or "-", r.category or "-", r.difficulty or "-", f"{r.build_s}",
+              r.oracle, r.nop, r.snoop, r.rewrite, r.constant, r.instance, f"{r.checks}",
+              f"{r.check_s}", "ok" if r.ok else "FAIL: " + r.reason) for r in rows]
+    verdict = f"{sum(r.ok for r in rows)}/{len(rows)} ok"
     if console.is_terminal:
+        table = Table(title=f"tasks check: {verdict} in {time.monotonic() - t0:.0f} s")
+        for col in header:
+            table.add_column(col, overflow="fold")
+        for row_cells in cells:
+            status = row_cells[-1]
+            table.add_row(*row_cells[:-1], Text(status, style="green" if status == "ok" else "red"))
         console.print(table)
     else:  # piped or captured: one row a line, tab-separated
-        print("\t".join(c.header for c in table.columns))
-        for r in rows:
-            print("\t".join(str(x) for x in (
-                r.task, r.split, r.category, r.difficulty, r.build_s, r.oracle, r.nop, r.snoop,
-                r.checks, r.check_s, "ok" if r.ok else "FAIL: " + r.reason)))
-        print(f"{sum(r.ok for r in rows)}/{len(rows)} ok")
+        print("\t".join(header))
+        for row_cells in cells:
+            print("\t".join(row_cells))
+        print(verdict)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump([r.to_dict() for r in rows], fh, indent=2)
     return 0 if all(r.ok for r in rows) else 1
+
+
+def _probes(text: str) -> tuple[str, ...]:
+    """``--probes``: a comma-separated subset of the probes for foolable tests, or ``none``."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip() and n.strip() != "none")
+    unknown = sorted(set(names) - set(PROBES))
+    if unknown:
+        raise ConfigError(f"--probes: unknown probe(s) {unknown}; choose from {', '.join(PROBES)} "
+                          "(comma-separated), or none")
+    return names
 
 
 def _split_of(path: Any) -> str | None:
@@ -180,7 +193,8 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
     b.add_argument("-v", "--verbose", action="store_true", help="print the build log")
     b.set_defaults(func=cmd_build)
 
-    c = sub.add_parser("check", help="quality gate: build, then oracle/nop/snoop probes")
+    c = sub.add_parser("check", help="quality gate: build, then oracle/nop/snoop and the "
+                       "rewrite/constant/instance probes")
     c.add_argument("paths", nargs="*", default=["tasks"], metavar="PATH",
                    help="task dirs or dirs of task dirs (default: the bundled pool, ./tasks)")
     c.add_argument("--sample", type=int, default=None, metavar="N",
@@ -192,6 +206,11 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="FILE", help="also write the rows (with times) as JSON")
     c.add_argument("--runtime", help="OCI runtime of the probes' sandboxes, e.g. runsc (gVisor; "
                    "SECURITY.md); default: each task's, else the engine's")
+    c.add_argument("--probes", default=",".join(PROBES), metavar="LIST",
+                   help="probes for foolable tests run after oracle, nop and snoop: "
+                        f"{', '.join(PROBES)} (default: all; 'none' for none). rewrite: the oracle "
+                        "on shrunken inputs; constant: knowledge-free answers; instance: a second "
+                        "build without cache")
     c.set_defaults(func=cmd_check)
 
     i = sub.add_parser("import-tb1", help="write a Terminal-Bench 1.x task in Harbor's format")
