@@ -1,59 +1,21 @@
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
-"""The first bad commit is recomputed here by testing every commit of main on hidden inputs;
-no expected hash is stored anywhere."""
-import json
-import random
+"""The expected commit is fixed: environment/build_repo.py pins every author, committer, tagger
+and date, so the build always gives the same hashes (git 2.39 of the base image; two builds
+compared). Nothing is recomputed from /app/stats, whose history the agent could rewrite, and the
+checks on the repository's state count only together with the right answer."""
 import re
-import statistics
 import subprocess
-import tempfile
 from pathlib import Path
 
 REPO = "/app/stats"
 ANSWER = Path("/app/first_bad.txt")
+FIRST_BAD = "0182533c5003d749b5129b496e4bd8bec9c1ce7e"  # "Tidy: route min and max through ..."
+MAIN_TIP = "22a4b4ee0b86d8064a7f8a53dd4c7c25236f5917"  # main as built (27 commits)
+V1_0 = "2101ece9d76418ee62e4a452a4bd03e87b37c84b"  # the commit tagged v1.0
 
 
-def git(*args, **kw):
-    return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True, timeout=30, **kw)
-
-
-def hidden_lists():
-    rng = random.Random(60613)
-    lists = []
-    for n in (2, 4, 6, 8, 10, 12):
-        for _ in range(3):
-            lists.append([rng.randint(-40, 200) + rng.choice([0, 0.5, 0.25]) for _ in range(n)])
-    lists += [[7, 2], [1.5, 4, 9, 10], [-3, -8, 5, 0]]
-    lists += [[rng.randint(0, 99) for _ in range(n)] for n in (1, 3, 5, 9)]
-    return lists
-
-
-def is_good(commit):
-    """True if median is right on every hidden list at `commit`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        arch = subprocess.run(["git", "-C", REPO, "archive", "--format=tar", commit],
-                              capture_output=True, timeout=30)
-        assert arch.returncode == 0
-        subprocess.run(["tar", "-x", "-C", tmp], input=arch.stdout, check=True, timeout=30)
-        prog = ("import json,sys\nsys.argv=['x']\nimport stats\n"
-                "print(json.dumps([stats.median(xs) for xs in json.loads(sys.stdin.read())]))\n")
-        lists = hidden_lists()
-        r = subprocess.run(["python3", "-c", prog], cwd=tmp, input=json.dumps(lists),
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            return False
-        got = json.loads(r.stdout)
-        return all(abs(g - statistics.median(xs)) < 1e-9 for g, xs in zip(got, lists))
-
-
-def first_bad():
-    commits = git("rev-list", "--reverse", "--first-parent", "main").stdout.split()
-    assert len(commits) > 10, "main's history is gone"
-    assert is_good(commits[0]), "the root commit must be good"
-    for c in commits:
-        if not is_good(c):
-            return c
-    raise AssertionError("no bad commit on main: was the history changed?")
+def git(*args):
+    return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True, timeout=30)
 
 
 def answer():
@@ -61,19 +23,29 @@ def answer():
     return ANSWER.read_text().strip()
 
 
-def test_answer_format():
-    text = answer()
-    assert re.fullmatch(r"[0-9a-f]{40}", text), f"not a full lowercase commit hash: {text!r}"
-    assert git("cat-file", "-t", text).stdout.strip() == "commit"
+def right_answer():
+    """The state checks below only count when the answer is the first bad commit."""
+    assert answer() == FIRST_BAD, "no credit for the repository's state without the right answer"
 
 
 def test_first_bad_commit():
     text = answer()
-    assert text == first_bad(), "that is not the commit that introduced the regression"
+    assert re.fullmatch(r"[0-9a-f]{40}", text), f"not a full lowercase commit hash: {text!r}"
+    assert text == FIRST_BAD, "that is not the commit that introduced the regression"
+
+
+def test_history_unchanged():
+    right_answer()
+    assert git("rev-parse", "--verify", "-q", "refs/heads/main").stdout.strip() == MAIN_TIP, \
+        "main no longer points at the commit it had: the history was changed"
+    assert git("rev-parse", "--verify", "-q", "v1.0^{commit}").stdout.strip() == V1_0, \
+        "the tag v1.0 was moved"
 
 
 def test_repo_left_clean():
-    answer()
+    right_answer()
     assert not Path(REPO, ".git", "BISECT_LOG").exists(), "a bisect session is still running"
-    assert git("symbolic-ref", "-q", "HEAD").stdout.strip() == "refs/heads/main"
-    assert git("status", "--porcelain", "--untracked-files=no").stdout.strip() == ""
+    assert git("symbolic-ref", "-q", "HEAD").stdout.strip() == "refs/heads/main", \
+        "main is not checked out"
+    assert git("status", "--porcelain", "--untracked-files=no").stdout.strip() == "", \
+        "the working tree is not clean"

@@ -1,119 +1,113 @@
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
-"""Log forensics chain; expected results are recomputed here from /app/logs."""
+"""Log forensics chain. The expected results were computed once from the logs the image ships
+(environment/logs, copied unchanged by the Dockerfile) and are kept here as values and SHA-256
+digests: nothing is read back from /app/logs, which the agent can rewrite. Steps 4 and 5 are
+computed from correlated.csv, so they count only when the columns of it they use are right."""
 
 import csv
-import gzip
+import hashlib
 import json
-import math
-import re
-from collections import Counter, defaultdict
 
-LOGS = "/app/logs"
-MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
-ENTRY = re.compile(r'\[(\d\d)/(\w{3})/(\d{4}):(\d\d:\d\d:\d\d) \+0000\] "(\w+) (\S+) HTTP/[\d.]+" (\d{3}) .* rid=(\w+) rt=([\d.]+)$')
+# (source file, number of lines, digest of those lines) in the order of access_all.log
+SEGMENTS = [
+    ("access.log.3.gz", 800, "a3820ce8d3f82268007419fe3f756a7df921c0d256860e13920f7702d67a3990"),
+    ("access.log.2.gz", 850, "d0ef8bc7ba69e88b4dd718e70103d81ab78df25c2ca6eae6b4bd492fbd0247b2"),
+    ("access.log.1", 800, "d3959416d3a4160ce8e1c5b84ab1ed13608359ec4162a04aed98d5a55037165c"),
+    ("access.log", 750, "134a7ea4579359cc16c8cfc6ec4e45d6d0568bc9e1a3e1ee8f3baa8143df705a"),
+]
+ACCESS_LINES = 3200
+ERROR_LINES = 223
+ERRORS_DIGEST = "4b86c86d30ece75fe3799776045ffce0fcf3a47fc6d391cf2fa9cbd8841289c7"
+HEADER = ["rid", "time", "method", "path", "status", "user", "error_code"]
+# digest of each column of correlated.csv (header left out), top to bottom
+COLUMNS = {
+    "rid": "30e953f6d42cb5ec210eb90c34c04cd68dde9e53e45fc12602f434c60c6b2908",
+    "time": "2af4abb9973220d2ab1f5ee48bacd54074ee8c8069cd1baa3f1cb441651c17ce",
+    "method": "4013fd10ccd388a7d7d48113ecdf20ab52f44bcb0231637567149c2ded7c8916",
+    "path": "898c6cf98f2402929879f947fa0290868d83fdc3bd4ed3b4aa9f9d85c0d5c9e1",
+    "status": "cc594a959c5570e18c83321c815de5657728bd6637052238557e69375e10218b",
+    "user": "7f18795f47f519475e50a1a7b6813c81303fbfbb61391437e619f5862e10509b",
+    "error_code": "72d1681b10df011854cb4f4780c0954b33d96a0be843d6854aeb2cd4cbfafab3",
+}
+STATS = {
+    "requests": 3200,
+    "errors": 223,
+    "error_rate": 0.0697,
+    "by_status": {"500": 115, "502": 67, "503": 41},
+    "by_error_code": {"E_DB_TIMEOUT": 81, "-": 71, "E_CACHE_MISS_STORM": 41, "E_NULL_CART": 26,
+                      "E_PAYMENT_GW": 4},
+    "p95_rt_ms": 6550,
+}
+SUMMARY = {
+    "first_error": "2024-03-12T06:09:22Z",
+    "last_error": "2024-03-12T09:09:36Z",
+    "top_error_code": "E_DB_TIMEOUT",
+    "affected_users": 54,
+    "worst_endpoint": "POST /api/orders",
+    "error_rate": 0.0697,
+}
 
 
-def read(name):
-    path = f"{LOGS}/{name}"
-    if name.endswith(".gz"):
-        with gzip.open(path, "rb") as fh:
-            return fh.read().decode()
+def digest(lines):
+    return hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()
+
+
+def lines_of(path):
     with open(path) as fh:
-        return fh.read()
-
-
-def all_lines():
-    text = "".join(read(n) for n in ("access.log.3.gz", "access.log.2.gz", "access.log.1", "access.log"))
-    return text.splitlines()
-
-
-def parse(line):
-    m = ENTRY.search(line)
-    assert m, line
-    d, mon, y, hms, method, path, status, rid, rt = m.groups()
-    return {"time": f"{y}-{MONTHS[mon]:02d}-{d}T{hms}Z", "method": method, "path": path, "status": status, "rid": rid,
-            "rt_ms": round(float(rt) * 1000)}
-
-
-def expected_rows():
-    errors = [parse(l) for l in all_lines() if parse(l)["status"].startswith("5")]
-    users, codes = defaultdict(set), {}
-    for inst in ("app-1", "app-2"):
-        for line in read(f"{inst}.log.gz").splitlines():
-            kv = dict(re.findall(r"\b(rid|user|code)=(\S+)", line))
-            if "rid" not in kv:
-                continue
-            users[kv["rid"]].add(kv.get("user", "-"))
-            if line.split()[1] == "ERROR":
-                codes.setdefault(kv["rid"], (kv.get("user", "-"), kv.get("code", "-")))
-    rows = []
-    for e in errors:
-        if e["rid"] in codes:
-            user, code = codes[e["rid"]]
-        elif users.get(e["rid"]):
-            user, code = sorted(users[e["rid"]])[0], "-"
-        else:
-            user, code = "-", "-"
-        rows.append([e["rid"], e["time"], e["method"], e["path"], e["status"], user, code])
-    return rows
-
-
-def expected_stats(rows):
-    entries = [parse(l) for l in all_lines()]
-    rts = sorted(e["rt_ms"] for e in entries)
-    return {"requests": len(entries), "errors": len(rows), "error_rate": round(len(rows) / len(entries), 4),
-            "by_status": dict(Counter(r[4] for r in rows)), "by_error_code": dict(Counter(r[6] for r in rows)),
-            "p95_rt_ms": rts[math.ceil(0.95 * len(rts)) - 1]}
-
-
-def pick(counter):
-    best = max(counter.values())
-    return min(k for k, v in counter.items() if v == best)
+        return fh.read().splitlines()
 
 
 def test_1_merged_access_log():
-    with open("/app/work/access_all.log") as fh:
-        got = fh.read().splitlines()
-    want = all_lines()
-    assert len(got) == len(want), f"{len(got)} lines, expected {len(want)}"
-    assert got == want, "lines differ from the rotated logs concatenated oldest first"
+    got = lines_of("/app/work/access_all.log")
+    assert len(got) == ACCESS_LINES, f"{len(got)} lines, expected {ACCESS_LINES}"
+    start = 0
+    for name, count, want in SEGMENTS:
+        part = got[start:start + count]
+        assert digest(part) == want, (
+            f"lines {start + 1}-{start + count} should be {name}, unchanged and in order")
+        start += count
 
 
 def test_2_errors_filtered():
-    with open("/app/work/errors.log") as fh:
-        got = fh.read().splitlines()
-    want = [l for l in all_lines() if parse(l)["status"].startswith("5")]
-    assert got == want, f"{len(got)} lines, expected {len(want)} 5xx entries in order"
+    got = lines_of("/app/work/errors.log")
+    assert len(got) == ERROR_LINES, f"{len(got)} lines, expected {ERROR_LINES} 5xx entries"
+    assert digest(got) == ERRORS_DIGEST, \
+        "not the 5xx entries of access_all.log, unchanged and in order"
+
+
+def correlated_rows():
+    with open("/app/work/correlated.csv", newline="") as fh:
+        return [r for r in csv.reader(fh) if r]
+
+
+def check_columns(rows, names):
+    """The named columns of correlated.csv (header left out) hold the expected values."""
+    assert len(rows) == ERROR_LINES, f"{len(rows)} rows in correlated.csv, expected {ERROR_LINES}"
+    assert all(len(r) == len(HEADER) for r in rows), \
+        "every row of correlated.csv needs exactly 7 fields"
+    wrong = [n for n in names if digest([r[HEADER.index(n)] for r in rows]) != COLUMNS[n]]
+    assert not wrong, f"wrong values in column(s) of correlated.csv: {', '.join(wrong)}"
 
 
 def test_3_correlated():
-    with open("/app/work/correlated.csv", newline="") as fh:
-        got = [r for r in csv.reader(fh) if r]
-    assert got[0] == ["rid", "time", "method", "path", "status", "user", "error_code"], got[0]
-    want = expected_rows()
-    assert len(got) - 1 == len(want), f"{len(got) - 1} rows, expected {len(want)}"
-    for g, w in zip(got[1:], want):
-        assert g == w, f"row {g}, expected {w}"
+    got = correlated_rows()
+    assert got and got[0] == HEADER, got[:1]
+    check_columns(got[1:], HEADER)
 
 
 def test_4_stats():
+    # by_status and by_error_code are counted over these columns of step 3
+    check_columns(correlated_rows()[1:], ["status", "error_code"])
     with open("/app/work/stats.json") as fh:
         got = json.load(fh)
-    want = expected_stats(expected_rows())
-    for key, value in want.items():
-        assert got.get(key) == value, f"{key}: {got.get(key)!r}, expected {value!r}"
+    for key, value in STATS.items():
+        assert got.get(key) == value, f"{key}: {got.get(key)!r} is not right"
 
 
 def test_5_summary():
+    # times, codes, users and endpoints are taken from these columns of step 3
+    check_columns(correlated_rows()[1:], ["time", "method", "path", "user", "error_code"])
     with open("/app/summary.json") as fh:
         got = json.load(fh)
-    rows = expected_rows()
-    endpoints = Counter(r[2] + " " + "/".join("{id}" if s.isdigit() else s for s in r[3].split("?")[0].split("/"))
-                        for r in rows)
-    want = {"first_error": rows[0][1], "last_error": rows[-1][1],
-            "top_error_code": pick(Counter(r[6] for r in rows if r[6] != "-")),
-            "affected_users": len({r[5] for r in rows} - {"-"}),
-            "worst_endpoint": pick(endpoints),
-            "error_rate": expected_stats(rows)["error_rate"]}
-    for key, value in want.items():
-        assert got.get(key) == value, f"{key}: {got.get(key)!r}, expected {value!r}"
+    for key, value in SUMMARY.items():
+        assert got.get(key) == value, f"{key}: {got.get(key)!r} is not right"

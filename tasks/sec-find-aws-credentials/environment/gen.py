@@ -1,5 +1,8 @@
 import json, os, random
-rng = random.Random(os.urandom(16))
+# A fixed seed: every build gives the same instance, the one whose answer tests/test_outputs.py
+# holds (4 files with live credentials, one of them in UTF-16, and 7 key IDs in them).
+SEED = 2
+rng = random.Random(SEED)
 ROOT = "/app/configs"
 B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+"

@@ -1,5 +1,9 @@
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
-"""The truth is derived here by scanning /app/configs (a protected path) with the stated rules."""
+"""The instance is fixed (environment/gen.py has a fixed seed), so its answer is kept here: the
+files holding live credentials and their key IDs were found once with the stated rules. A
+well-formed report is required by every check (no credit for the format alone), a blanket list
+of files earns no credit for having found the live ones among it, and a report of one sure file
+no credit for having no false positive."""
 
 import os
 import re
@@ -7,32 +11,16 @@ import re
 ROOT = "/app/configs"
 FINDINGS = "/app/findings.txt"
 KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])")
-ASSIGN = re.compile(r"([A-Za-z0-9_-]+)['\"]?\s*[=:]\s*(['\"]?)([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])\2")
-NAMES = {"awssecretaccesskey", "secretaccesskey"}
-
-
-def text_of(path):
-    data = open(path, "rb").read()
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16")
-    return data.decode("utf-8", "replace")
-
-
-def truth():
-    out = set()
-    for d, _, files in os.walk(ROOT):
-        for f in files:
-            p = os.path.join(d, f)
-            if os.path.islink(p) or not os.path.isfile(p):
-                continue
-            t = text_of(p)
-            ids = {k for k in KEY_ID.findall(t) if not k.endswith("EXAMPLE")}
-            secrets = [m.group(3) for m in ASSIGN.finditer(t)
-                       if re.sub(r"[_-]", "", m.group(1)).lower() in NAMES and "EXAMPLEKEY" not in m.group(3)]
-            if ids and secrets:
-                out |= {(p, k) for k in ids}
-    assert out, "the environment has no live credential: the task is broken"
-    return out
+LIVE = {
+    ("/app/configs/data-lake/conf/app1.yaml", "ASIAE4NIENHKRJY5VZV4"),
+    ("/app/configs/data-lake/conf/app1.yaml", "AKIACUMBIWDDTDC73KHC"),
+    ("/app/configs/data-lake/tmp/cache/dump0.json", "ASIA4WLWTXZHANDCKZN3"),
+    ("/app/configs/infra/conf/app2.yaml", "AKIAOFAOIELBDVQNFG4G"),
+    ("/app/configs/infra/conf/app2.yaml", "AKIAWXNCUPVWAVAHBMCO"),
+    ("/app/configs/mobile/conf/app3.yaml", "ASIAHRUT7KRR4WUJW3LE"),
+    ("/app/configs/mobile/conf/app3.yaml", "AKIAEPUFKSH2IRSCEQSZ"),
+}
+LIVE_FILES = {p for p, _ in LIVE}
 
 
 def findings():
@@ -43,27 +31,32 @@ def findings():
             continue
         parts = line.split()
         assert len(parts) == 2, f"line is not 'PATH KEY_ID': {line!r}"
-        pairs.add((os.path.normpath(parts[0]), parts[1]))
+        path, key = os.path.normpath(parts[0]), parts[1]
+        assert path.startswith(ROOT + "/"), f"not a path under {ROOT}: {parts[0]}"
+        assert KEY_ID.fullmatch(key), f"not an access key ID: {key}"
+        pairs.add((path, key))
     assert pairs, "no findings"
     return pairs
 
 
-def test_format():
-    for p, k in findings():
-        assert p.startswith(ROOT + "/") and os.path.isfile(p), f"not a file under {ROOT}: {p}"
-        assert KEY_ID.fullmatch(k), f"not an access key ID: {k}"
-
-
 def test_all_live_files_found():
     got = {p for p, _ in findings()}
-    missing = {p for p, _ in truth()} - got
+    assert len(got) <= 2 * len(LIVE_FILES), \
+        f"{len(got)} files reported: that is not a finding, it is a list"
+    missing = LIVE_FILES - got
     assert not missing, f"{len(missing)} file(s) with live credentials not reported"
 
 
 def test_no_false_positive_files():
-    extra = {p for p, _ in findings()} - {p for p, _ in truth()}
+    got = {p for p, _ in findings()}
+    extra = got - LIVE_FILES
     assert not extra, f"reported files without live credentials: {sorted(extra)}"
+    # precision alone is cheap (one sure file): it counts once at least half the live files are in
+    assert 2 * len(got) >= len(LIVE_FILES), \
+        "fewer than half of the files with live credentials reported"
 
 
 def test_exact_key_ids():
-    assert findings() == truth()
+    got = findings()
+    assert got == LIVE, \
+        f"{len(got - LIVE)} wrong and {len(LIVE - got)} missing (file, key ID) pairs"
