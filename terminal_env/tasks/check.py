@@ -48,6 +48,7 @@ from .probes import (
     constant_variants,
     input_candidates,
     instance_digest,
+    is_noise,
     task_files,
 )
 
@@ -336,13 +337,18 @@ def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow
         row.rewrite = "no input to rewrite"
         return []
     changed = sorted(p for p in set(probe.outputs) | set(oracle.outputs)
-                     if probe.outputs.get(p) != oracle.outputs.get(p) and p not in probe.rewritten)
+                     if probe.outputs.get(p) != oracle.outputs.get(p) and p not in probe.rewritten
+                     and not is_noise(p))
     inputs = sorted(probe.rewritten)
     row.rewrite = f"{res.outcome.value} {reward:.2f} on {len(inputs)} rewritten input(s)"
     if res.masked or reward < REWRITE_MAX:
         return []
+    if changed:  # what a second oracle run on the real inputs changes too is the oracle's noise
+        again = ProbeOracle()
+        play(again)
+        changed = [p for p in changed if again.outputs.get(p) == oracle.outputs.get(p)]
     if not changed:
-        row.rewrite += " (the oracle's outputs did not change: inconclusive)"
+        row.rewrite += " (the oracle's outputs did not change beyond its own run-to-run noise: inconclusive)"
         return []
     return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
             f"versions and the oracle wrote other outputs ({', '.join(changed[:3])}): {REWRITE_FIX}"]
@@ -376,7 +382,7 @@ def _instance_probe(task: Any, row: CheckRow, log: Callable[[str], None]) -> lis
             client.api.remove_image(old)
         except docker.errors.APIError:
             pass
-    differ = sorted(p for p in set(first) | set(second) if first.get(p) != second.get(p))
+    differ = sorted(p for p in set(first) | set(second) if first.get(p) != second.get(p) and not is_noise(p))
     row.instance = "same" if not differ else f"{len(differ)} file(s) differ"
     return [f"instance: {', '.join(differ[:5])} differ between two builds: {INSTANCE_FIX}"] if differ else []
 

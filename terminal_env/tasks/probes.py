@@ -51,6 +51,9 @@ _SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/", "/var/lib/", "/var/cache
 _VOLATILE = ("/.git/", "/__pycache__/", "/.pytest_cache/", "/node_modules/")
 _CODE = {".py", ".sh", ".c", ".h", ".cc", ".cpp", ".hpp", ".go", ".rs", ".js", ".ts", ".java", ".rb",
          ".pl", ".mk", ".cmake", ".s", ".so", ".a", ".o", ".pyc", ".whl", ".tar", ".zip"}
+#: outputs that differ from run to run whatever the inputs (build logs, build trees)
+_NOISE_DIRS = {"build", "CMakeFiles", "dist", ".cache", "target", "tmp"}
+_NOISE_SUFFIXES = (".log", ".o", ".pid", ".lock", ".sock")
 _MAX_FILE = 5_000_000
 _MAX_FILES = 200
 _MAX_OUTPUT = 300_000
@@ -201,6 +204,17 @@ class ProbeOracle(OracleBackend):
         if self._turn == 2 and self._sb is not None:
             self.outputs, self.contents = written_since_mark(self._sb)
         return reply
+
+
+def is_noise(path: str) -> bool:
+    """An output that a rerun changes anyway (a build log, a build tree): no evidence that the
+    oracle's answer followed the rewritten inputs.
+
+    >>> is_noise("/app/geo/build/CMakeFiles/CMakeOutput.log"), is_noise("/app/summary.json")
+    (True, False)
+    """
+    parts = PurePosixPath(path).parts
+    return path.endswith(_NOISE_SUFFIXES) or any(p in _NOISE_DIRS for p in parts[:-1])
 
 
 def written_since_mark(sb: Sandbox) -> tuple[dict[str, str], dict[str, bytes]]:
