@@ -201,3 +201,39 @@ def test_aws_credentials_knowledge_free_reports_earn_nothing(base_image, command
     reward, result = play("sec-find-aws-credentials", [command])
     assert result.outcome.value == "failed", (result.outcome, result.message)
     assert reward == 0.0 and not result.strict_success, (reward, result.checks)
+
+
+# ------------------------------------------------- lh-build-install, lh-py-project
+# Their report checks recompute the expected report from /app/data (found by the gate's rewrite
+# probe: the oracle on shrunken data still passed). The data are now protected paths.
+INPUT_REWRITES = {
+    "lh-build-install": ("test_4_report", [
+        "rm -f /app/data/*.dat && mkdir -p /app/out && printf 'TOTAL\\t0\\t-\\t-\\n' > /app/out/report.tsv"]),
+    "lh-py-project": ("test_5_report", [
+        "printf 'storm\\n' > /app/data/corpus.txt && : > /app/data/stopwords.txt && mkdir -p /app/reports "
+        "&& printf 'storm\\t1\\n' > /app/reports/top_words.tsv && echo '{\"version\": \"0.3.0\", "
+        "\"total_words\": 1, \"unique_words\": 1}' > /app/reports/summary.json"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPUT_REWRITES))
+def test_rewritten_report_inputs_are_tampering(name, tmp_path, base_image):
+    import shutil
+
+    check, commands = INPUT_REWRITES[name]
+    # the attack, on the task as it was (its data not protected): the report check passes
+    unprotected = tmp_path / name
+    shutil.copytree(POOL / name, unprotected)
+    toml = unprotected / "task.toml"
+    toml.write_text(toml.read_text().replace('protected_paths = ["/app/data"]\n', ""))
+    env = TerminalEnv(load_task(unprotected), reward="partial_progress", max_steps=20)
+    try:
+        reward, info = run_episode(env, ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in commands]))
+    finally:
+        env.close()
+    passed = {c.name.rsplit("::", 1)[-1] for c in info["verification"].checks if c.passed}
+    assert check in passed and reward > 0, f"the attack must work unprotected: {passed}"
+    # the bundled task: the same episode is tampering, reward 0
+    reward, result = play(name, commands)
+    assert result.outcome.value == "tampered" and reward == 0.0
+    assert "/app/data" in result.message
