@@ -433,11 +433,13 @@ class ShellSession:
             return data + b"\n"
         # Deliver through a file: the TTY would cut lines over 4 KiB and run each line as
         # its own command (one sentinel each). `source` runs it in this shell, so cd and
-        # variables persist exactly as if typed. The file removes itself first.
+        # variables persist exactly as if typed. The file removes itself first; a shell of an
+        # unprivileged user cannot remove a root-written file from the sticky directory, so it
+        # empties it instead (no command text stays behind for the agent or a probe to find).
         self._cmd_n += 1
         path = f"{_CMD_DIR}/cmd-{self._nonce}-{self._cmd_n}.sh"
         self.sandbox.write_files(
-            {path: b'rm -f -- "${BASH_SOURCE[0]}" 2>/dev/null\n' + data + b"\n"},
+            {path: b'rm -f -- "${BASH_SOURCE[0]}" 2>/dev/null || : > "${BASH_SOURCE[0]}"\n' + data + b"\n"},
             mode=0o666,
             dir_mode=0o1777,
         )

@@ -233,3 +233,20 @@ def test_sessions_compile_no_pattern_per_nonce(session, sandbox):
     assert cached, "the re module's cache was not found: this test needs updating"
     per_nonce = [k for k in cached if isinstance(k[1], bytes) and any(n in k[1] for n in nonces)]
     assert per_nonce == []
+
+
+def test_delivery_files_of_an_unprivileged_shell_keep_nothing(sandbox):
+    """A multi-line command reaches the shell through a root-written file in a sticky directory;
+    a shell of another user cannot delete it, so it empties it: no command text stays behind
+    (the gate's snoop once found its own search file there)."""
+    from terminal_env import ShellSession
+    from terminal_env.session import SessionConfig
+
+    s = ShellSession(sandbox, SessionConfig(user="nobody")).start()
+    try:
+        assert s.run("id -un").output.strip() == "nobody"
+        assert s.run("echo secret-needle-1 > /dev/null\necho done").output == "done\n"
+    finally:
+        s.close()
+    left = sandbox.exec("cat /var/tmp/.terminal-env/* 2>/dev/null", user="root").stdout
+    assert b"secret-needle-1" not in left
