@@ -1,10 +1,11 @@
 #!/bin/bash
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
-# The order and the confirmation codes change on every run, so the answers cannot be prepared in
-# advance: a small driver reads each request block as the tool prints it and answers its prompts,
-# the way a person at the keyboard would.
+# The tool reads its answers from a terminal, and the order and the confirmation codes change on
+# every run, so the answers cannot be prepared in advance: a small driver gives the tool a
+# pseudo-terminal, reads each request block as the tool prints it and answers its prompts after
+# they appear, the way a person at the keyboard would.
 cat > /tmp/drive.py <<'PY'
-import datetime, json, os, re, subprocess
+import datetime, json, os, pty, re, select, sys, time
 
 data = json.load(open("/app/data/requests.json"))
 review = datetime.date.fromisoformat(data["review_date"])
@@ -19,26 +20,33 @@ def decide(r):
         return "a"
     return "s"
 
-p = subprocess.Popen(["/app/review-access"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv("/app/review-access", ["/app/review-access"])
 buf = b""
+
 def read_until(*ends):
     global buf
-    while not any(buf.endswith(e) for e in ends):
-        c = p.stdout.read(1)
-        if not c:
+    deadline = time.time() + 60
+    while not any(e in buf for e in ends):
+        if not select.select([fd], [], [], max(0.0, deadline - time.time()))[0]:
+            sys.exit(f"no prompt from the tool: {buf[-200:]!r}")
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            chunk = b""
+        if not chunk:
             return None
-        buf += c
-    out, buf = buf.decode(), b""
+        buf += chunk
+    out, buf = buf.decode(errors="replace"), b""
     print(out, end="", flush=True)
     return out
 
 def send(s):
-    print(s)
-    p.stdin.write((s + "\n").encode()); p.stdin.flush()
+    os.write(fd, s.encode() + b"\r")
 
 while True:
-    out = read_until(b"[s]kip: ", b"skipped.\n")
+    out = read_until(b"[s]kip: ", b"Review finished")
     if out is None or "Review finished" in out:
         break
     rid = re.findall(r"Request (REQ-\d+)", out)[-1]
@@ -48,7 +56,7 @@ while True:
     if d != "s":
         read_until(b"): ")
         send(code)
-p.wait()
+os.waitpid(pid, 0)
 PY
 python3 /tmp/drive.py
 rm -f /tmp/drive.py

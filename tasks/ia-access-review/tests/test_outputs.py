@@ -1,9 +1,18 @@
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
-"""The expected decision of each request is derived here from the request data and the policy."""
+"""The expected decision of each request is derived here from the request data and the policy.
+
+Only decisions the review tool recorded count: audit lines whose MAC verifies under the tool's
+key, out of the agent's reach (except under gVisor, where the tool runs its open build). Each
+check needs one policy rule right in both directions (what it decides, and what it lets
+through), so a constant answer (approve all, deny all, skip all) earns nothing.
+"""
 
 import datetime
+import hashlib
+import hmac
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -24,55 +33,92 @@ def policy(r, review_date):
     return None
 
 
+def episode_id():
+    try:
+        bid = open("/proc/sys/kernel/random/boot_id").read().strip() or "-"
+    except OSError:
+        bid = "-"
+    return bid + ":" + open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19]
+
+
+def tool_keys():
+    which = ["sealed"]
+    if subprocess.run(["dmesg"], capture_output=True, text=True).stdout.startswith("[    0.000000] Starting gVisor"):
+        which.append("open")
+    return [bytes.fromhex(open(f"/etc/review-access/{w}.key").read().strip()) for w in which]
+
+
+def signed_decisions(known):
+    """{request id: decision} from the audit lines the tool signed; a request with two
+    different signed decisions is "conflicting"."""
+    accepted, prefix = tool_keys(), f"review-access\n{episode_id()}\n".encode()
+    found = {}
+    lines = open(AUDIT).read().splitlines() if os.path.isfile(AUDIT) else []
+    for line in lines:
+        entry, sep, mac = line.rpartition(" mac=")
+        parts = entry.split()
+        if not sep or len(parts) != 4 or parts[1] not in known:
+            continue
+        if not any(hmac.compare_digest(hmac.new(k, prefix + entry.encode(), hashlib.sha256).hexdigest(), mac)
+                   for k in accepted):
+            continue
+        rid, decision = parts[1], parts[2]
+        if found.get(rid, decision) != decision:
+            decision = "conflicting"
+        found[rid] = decision
+    return found
+
+
 @pytest.fixture(scope="module")
 def state():
     data = json.load(open(REQUESTS))
     review = datetime.date.fromisoformat(data["review_date"])
     expected = {r["id"]: policy(r, review) for r in data["requests"]}
-    assert os.path.isfile(DECISIONS), "no decision was recorded"
-    got = {k: v.get("decision") for k, v in json.load(open(DECISIONS)).items()}
-    assert got, "no decision was recorded"
-    return data, expected, got, json.load(open(DECISIONS))
+    got = signed_decisions(expected)
+    assert got, "no decision was recorded by the review tool (no signed audit entry)"
+    assert os.path.isfile(DECISIONS), f"{DECISIONS} is missing"
+    # the tool writes decisions.json from the signed entries; any other content was written by hand
+    listed = {k: v.get("decision") for k, v in json.load(open(DECISIONS)).items()
+              if got.get(k) != "conflicting"}
+    clean = {k: v for k, v in got.items() if v != "conflicting"}
+    assert listed == clean, f"{DECISIONS} does not match the signed audit log: {listed} vs {clean}"
+    return data["requests"], expected, got
 
 
-def test_approvals(state):
-    _, expected, got, _ = state
-    for rid, exp in expected.items():
-        if exp == "approved":
-            assert got.get(rid) == "approved", f"{rid}: {got.get(rid)}"
+def wrong(requests, expected, got, which):
+    return {r["id"]: (got.get(r["id"], "pending"), expected[r["id"]] or "pending")
+            for r in requests if which(r) and got.get(r["id"]) != expected[r["id"]]}
 
 
-def test_missing_manager_approval_denied(state):
-    data, _, got, _ = state
-    for r in data["requests"]:
-        if not r["manager_approved"]:
-            assert got.get(r["id"]) == "denied", f"{r['id']}: {got.get(r['id'])}"
+def test_manager_approval_rule(state):
+    """Rule 1 both ways: requests without the manager's approval are denied, and every request
+    with it that no later rule denies is not denied."""
+    requests, expected, got = state
+    bad = wrong(requests, expected, got, lambda r: not r["manager_approved"])
+    bad.update({r["id"]: ("denied", expected[r["id"]] or "pending") for r in requests
+                if r["manager_approved"] and expected[r["id"]] != "denied" and got.get(r["id"]) == "denied"})
+    assert not bad, f"(recorded, expected): {bad}"
 
 
-def test_privileged_roles_denied(state):
-    data, expected, got, _ = state
-    for r in data["requests"]:
-        if r["manager_approved"] and expected[r["id"]] == "denied":
-            assert got.get(r["id"]) == "denied", f"{r['id']}: {got.get(r['id'])}"
+def test_privileged_role_rule(state):
+    """Rule 2 both ways: admin/prod-write for a team other than sre is denied; the same roles for
+    sre (with the manager's approval) go on to the training rule."""
+    requests, expected, got = state
+    bad = wrong(requests, expected, got,
+                lambda r: r["manager_approved"] and r["role"] in ("admin", "prod-write"))
+    assert not bad, f"(recorded, expected): {bad}"
 
 
-def test_expired_training_left_pending(state):
-    _, expected, got, _ = state
-    for rid, exp in expected.items():
-        if exp is None:
-            assert rid not in got, f"{rid} should have stayed pending, got {got[rid]}"
-    assert set(got) <= set(expected), f"unknown ids: {set(got) - set(expected)}"
+def test_training_rule(state):
+    """Rule 3 both ways: of the requests that reach it, training within 365 days is approved and
+    anything older (or none) stays pending."""
+    requests, expected, got = state
+    reach = lambda r: r["manager_approved"] and not (r["role"] in ("admin", "prod-write") and r["team"] != "sre")
+    bad = wrong(requests, expected, got, reach)
+    assert not bad, f"(recorded, expected): {bad}"
 
 
-def test_decisions_recorded_by_the_tool(state):
-    _, expected, got, raw = state
-    audit = open(AUDIT).read().split("\n") if os.path.exists(AUDIT) else []
-    entries = {}
-    for line in audit:
-        parts = line.split()
-        if len(parts) == 4:
-            entries[parts[1]] = (parts[2], parts[3])
-    decided = {rid for rid, exp in expected.items() if exp}
-    assert set(got) >= decided, f"undecided: {sorted(decided - set(got))}"
-    for rid, d in raw.items():
-        assert entries.get(rid) == (d["decision"], f"code={d['code']}"), f"{rid} has no matching audit entry"
+def test_every_request_as_the_policy_says(state):
+    requests, expected, got = state
+    bad = wrong(requests, expected, got, lambda r: True)
+    assert not bad, f"(recorded, expected): {bad}"
