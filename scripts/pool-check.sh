@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole bundled pool through the quality gate (oracle, nop, snoop for every task), with the
-# per-task build and check times written to docs/pool-check.json and summarised in docs/pool.md.
+# The whole bundled pool through the quality gate (oracle, nop, snoop and the rewrite, constant
+# and instance probes for every task), with the per-task results and times written to
+# docs/pool-check.json and summarised in docs/pool.md (with the split similarity report).
 # Slow on purpose (minutes): CI runs the same gate on a fixed sample inside the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."

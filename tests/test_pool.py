@@ -8,7 +8,7 @@ import pytest
 
 from terminal_env.errors import ConfigError
 from terminal_env.tasks import load_task, validate
-from terminal_env.tasks.check import check_task, sample_paths
+from terminal_env.tasks.check import CANARY, check_task, sample_paths
 from terminal_env.tasks.load import find_tasks
 from terminal_env.tasks.pool import load_pool, pool_dir, pool_problems
 
@@ -66,3 +66,53 @@ def test_quality_gate_under_gvisor_on_eight_categories(path, runsc):
     snooping agent finds nothing, on one task of each of eight categories."""
     row = check_task(path, runtime=runsc)
     assert row.ok, row.reason
+
+
+def _twin(root, name: str, split: str, instruction: str, data: str | None = None):
+    import shutil
+    dest = root / name
+    shutil.copytree(POOL / "td-csv-region-totals", dest)
+    toml = dest / "task.toml"
+    text = toml.read_text()
+    for key in ("split", "family"):
+        text = "\n".join(line for line in text.splitlines() if not line.startswith(f"{key} ="))
+    toml.write_text(text.replace("[metadata]\n", f'[metadata]\nsplit = "{split}"\n', 1))
+    (dest / "instruction.md").write_text(instruction)
+    for f in (dest / "environment").iterdir():  # only what the caller shares
+        if f.name != "Dockerfile":
+            f.unlink() if f.is_file() else shutil.rmtree(f)
+    test = name.replace("-", "_")
+    (dest / "tests" / "test_outputs.py").write_text(f"# {CANARY}\ndef test_{test}():\n    assert 1\n")
+    if data is not None:
+        (dest / "environment" / "shared.csv").write_text(data)
+    return dest
+
+
+CRON = ("Fix the crontab entries under /etc/cron.d so that the backup job runs nightly as the "
+        "backup user, the rotate job runs hourly and the cleanup job never runs as root.\n")
+
+
+def test_a_theme_across_splits_is_an_error_naming_both_tasks(tmp_path):
+    """Two tasks that differ only in their wording of one cron theme: in two splits they are an
+    error (the report's words say why); in one split, or reworded apart, they are not."""
+    _twin(tmp_path, "cron-a", "train", CRON)
+    _twin(tmp_path, "cron-b", "test", CRON.replace("nightly", "every night at 02:00"))
+    _twin(tmp_path, "unrelated", "validation", "Compile the program with make and install it.\n")
+    problems = [p for p in pool_problems(tmp_path) if "similarity" in p.message]
+    assert len(problems) == 1, problems
+    assert "cron-a (train) and cron-b (test)" in problems[0].message
+    assert "cron" in problems[0].message and "one split" in problems[0].message
+    _twin(tmp_path / "same", "cron-a", "train", CRON)
+    _twin(tmp_path / "same", "cron-b", "train", CRON)
+    _twin(tmp_path / "same", "unrelated", "test", "Compile the program with make and install it.\n")
+    assert [p for p in pool_problems(tmp_path / "same") if "similarity" in p.message] == []
+
+
+def test_a_shared_environment_file_across_splits_scores_one(tmp_path):
+    from terminal_env.tasks.similarity import similar_pairs
+    data = "id,amount\n" + "".join(f"{i},{i * 7 % 13}\n" for i in range(30))
+    a = _twin(tmp_path, "sum-a", "train", "Sum the amounts.\n", data)
+    b = _twin(tmp_path, "sum-b", "test", "Report the largest id whose amount is odd.\n", data)
+    pairs = similar_pairs([load_task(a), load_task(b)])
+    assert pairs[0].score == 1.0 and pairs[0].shared_files == ("shared.csv",)
+    assert "shared environment files shared.csv" in pairs[0].describe()

@@ -8,6 +8,7 @@ Wired into the main parser with :func:`add_tasks_parser`. Each command returns a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,10 @@ from ..sandbox.images import image_exists
 from .build import build_image, image_tag, parse_base_map
 from .check import PROBES, check_task, sample_paths
 from .load import find_tasks, load_task, read_task, validate
+from .pool import SPLITS, load_pool, pool_dir
 from .schema import Problem
+from .similarity import THRESHOLD as SIMILARITY_THRESHOLD
+from .similarity import similar_pairs
 from .tb1_import import import_tb1
 
 console = Console(highlight=False)
@@ -162,6 +166,32 @@ def _probes(text: str) -> tuple[str, ...]:
     return names
 
 
+def cmd_similar(args: argparse.Namespace) -> int:
+    """The cross-split similarity report: the most alike pairs, and an exit status of 1 when a
+    pair of different splits is at or above the threshold."""
+    tasks = [load_task(p) for p in find_tasks(args.paths)]
+    if len(tasks) < 2:
+        raise ConfigError(f"need at least two tasks under {' '.join(args.paths)} to compare")
+    bundled = {t.path.resolve() for t in tasks} >= {p.resolve() for p in find_tasks([pool_dir()])}
+    background = [] if bundled else load_pool(splits=SPLITS, allow_test=True)
+    pairs = similar_pairs(tasks, cross_split_only=not args.all, background=background)
+    over = [p for p in pairs if p.cross_split and p.score >= args.threshold]
+    shown = pairs[: max(args.top, len(over))]
+    table = Table(title=f"{'all' if args.all else 'cross-split'} pairs of {len(tasks)} tasks, most "
+                        f"alike first; {len(over)} cross-split pair(s) at or above {args.threshold}")
+    for col in ("similarity", "task", "split", "task", "split", "shared"):
+        table.add_column(col, overflow="fold")
+    for p in shown:
+        style = "red" if p.cross_split and p.score >= args.threshold else None
+        table.add_row(Text(f"{p.score:.3f}", style=style or ""), p.a, p.split_a or "-", p.b,
+                      p.split_b or "-", ", ".join(p.shared_files or p.words))
+    console.print(table)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([dataclasses.asdict(p) for p in pairs], fh, indent=2)
+    return 1 if over else 0
+
+
 def _split_of(path: Any) -> str | None:
     try:
         return load_task(path).split
@@ -170,7 +200,7 @@ def _split_of(path: Any) -> str | None:
 
 
 def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``tasks validate|build|check|import-tb1`` to the main CLI's subparsers."""
+    """Add ``tasks validate|build|check|similar|import-tb1`` to the main CLI's subparsers."""
     t = subparsers.add_parser("tasks", help="validate, build and import task directories")
     sub = t.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
 
@@ -212,6 +242,16 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "on shrunken inputs; constant: knowledge-free answers; instance: a second "
                         "build without cache")
     c.set_defaults(func=cmd_check)
+
+    m = sub.add_parser("similar", help="cross-split similarity report (one theme must live in one split)")
+    m.add_argument("paths", nargs="*", default=["tasks"], metavar="PATH",
+                   help="task dirs or dirs of task dirs (default: the bundled pool, ./tasks)")
+    m.add_argument("--threshold", type=float, default=SIMILARITY_THRESHOLD,
+                   help=f"cross-split pairs at or above this are errors (default {SIMILARITY_THRESHOLD})")
+    m.add_argument("--top", type=int, default=15, help="pairs shown at least (default 15)")
+    m.add_argument("--all", action="store_true", help="include pairs within one split")
+    m.add_argument("--json", metavar="FILE", help="also write every pair as JSON")
+    m.set_defaults(func=cmd_similar)
 
     i = sub.add_parser("import-tb1", help="write a Terminal-Bench 1.x task in Harbor's format")
     i.add_argument("src", metavar="SRC")

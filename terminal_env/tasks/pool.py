@@ -5,6 +5,9 @@
 * The ``test`` split is protected: :func:`load_pool` refuses it unless ``allow_test=True``, so
   training code that asks for tasks cannot receive test tasks by accident. Checkpoint selection
   uses ``validation``.
+* No theme crosses splits: two tasks of different splits whose instructions and tests share a
+  subject's vocabulary (or an environment file) above :data:`.similarity.THRESHOLD` are an
+  error, since training on one inflates the score of the other.
 * Every task carries the pool's canary string (in ``task.toml`` and its test and solution files)
   so that others can detect the pool in training corpora.
 """
@@ -20,6 +23,7 @@ from .check import CANARY
 from .load import find_tasks, load_task
 from .model import Task
 from .schema import Problem
+from .similarity import THRESHOLD, similar_pairs
 
 SPLITS = ("train", "validation", "test")
 
@@ -50,18 +54,20 @@ def load_pool(
     return sorted((t for t in tasks if t.split in splits), key=lambda t: t.name)
 
 
-def pool_problems(root: str | Path | None = None) -> list[Problem]:
-    """Pool-level rules: a split for every task, families within one split, the canary."""
+def pool_problems(root: str | Path | None = None, *, threshold: float = THRESHOLD) -> list[Problem]:
+    """Pool-level rules: a split for every task, families within one split, no theme across
+    splits (similarity below ``threshold``), the canary."""
     root = Path(root) if root is not None else pool_dir()
     problems: list[Problem] = []
     families: dict[str, set[str]] = defaultdict(set)
-    for path in find_tasks([root]):
-        task = load_task(path)
+    paths = find_tasks([root])
+    tasks = [load_task(path) for path in paths]
+    family_of = {t.name: str(t.metadata.get("family") or t.name) for t in tasks}
+    for path, task in zip(paths, tasks):
         toml = str(Path(path) / "task.toml")
         if task.split not in SPLITS:
             problems.append(Problem(toml, "metadata.split", "every pool task needs a split", "error"))
-        family = str(task.metadata.get("family") or task.name)
-        families[family].add(f"{task.split}:{task.name}")
+        families[family_of[task.name]].add(f"{task.split}:{task.name}")
         if task.canary != CANARY:
             problems.append(Problem(toml, "metadata.canary", f"set canary = {CANARY!r}", "error"))
         for name, src in task.verifier_files().items():
@@ -74,4 +80,15 @@ def pool_problems(root: str | Path | None = None) -> list[Problem]:
                         f"family {family!r} spans several splits: {sorted(members)}; keep a "
                         "family's near-variants in one split", "error")
             )
+    # word frequencies over the bundled pool too, so a small pool is judged on the same scale
+    background = [] if root.resolve() == pool_dir().resolve() else load_pool(allow_test=True, splits=SPLITS)
+    for pair in similar_pairs(tasks, threshold=threshold, background=background):
+        if family_of[pair.a] == family_of[pair.b]:
+            continue  # one family across splits is reported above, once
+        problems.append(
+            Problem(str(root), "metadata.split",
+                    f"{pair.describe()} is at or above {threshold}: one theme in two splits "
+                    "inflates the later split's score; put both tasks in one split (and one "
+                    "family if they are variants), or make them differ", "error")
+        )
     return problems
