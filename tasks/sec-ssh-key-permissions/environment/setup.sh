@@ -5,12 +5,12 @@ groupadd -f staff
 d=/home/deploy/.ssh
 mkdir -p $d
 cd $d
-openssl genpkey -algorithm ed25519 -out id_ed25519 2>/dev/null
+# Throwaway keys made once for this task and shipped with it (keys/): every build is the same
+# instance, where keys generated here would differ from build to build.
+cp /tmp/keys/id_ed25519 /tmp/keys/deploy_rsa .
 openssl pkey -in id_ed25519 -pubout -out id_ed25519.pub
-openssl genrsa -traditional -out deploy_rsa 2048 2>/dev/null
 openssl pkey -in deploy_rsa -pubout -out deploy_rsa.pub
-openssl genpkey -algorithm ed25519 -out ci_key.tmp 2>/dev/null
-{ echo "# old CI key, keep until migration"; cat ci_key.tmp; } > ci.bak; rm ci_key.tmp
+{ echo "# old CI key, keep until migration"; cat /tmp/keys/ci_key; } > ci.bak
 printf 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleOnlyNotARealKeyxxxxxxxxxxxxxxxxxx ops@bastion\n' > authorized_keys
 printf 'github.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKeyPlaceholderxxxxxxxxxxxxxxxxxx\n' > known_hosts
 printf 'Host git\n  HostName github.example.com\n  IdentityFile ~/.ssh/id_ed25519\n' > config
