@@ -142,7 +142,7 @@ def test_the_attacks_work_on_naive_tests_and_the_probes_flag_them(tmp_path, base
     row = check_task(naive)
     assert row.oracle.startswith("passed 1.00"), row.oracle
     assert not row.ok
-    assert "rewrite: reward" in row.reason and "/app/data/numbers.csv" in row.reason, row.reason
+    assert "rewrite: reward" in row.reason and "the tests read /app/data/numbers.csv themselves" in row.reason, row.reason
     assert "protected_paths" in row.reason  # the fix is named
     assert "constant answers" in row.reason and "most common value everywhere" in row.constant, row.constant
     assert "instance: /app/build-id" in row.reason, row.reason
@@ -192,3 +192,15 @@ def test_unknown_probe_is_named():
 def _no_leftover_images(tmp_path):
     yield
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_tests_that_read_inputs_through_a_program_are_flagged_by_the_outputs(tmp_path, base_image):
+    """Tests that read the live input through another program (which the guard does not see)
+    are still caught: the oracle's outputs follow the rewritten input and the tests pass."""
+    tests = NAIVE_TESTS.replace(
+        "def data():\n    return list(csv.DictReader(open('/app/data/numbers.csv')))",
+        "import io, subprocess\ndef data():\n    text = subprocess.check_output(['cat', '/app/data/numbers.csv'], text=True)\n"
+        "    return list(csv.DictReader(io.StringIO(text)))")
+    assert tests != NAIVE_TESTS
+    row = check_task(planted(tmp_path, "piped-totals", tests), probes=("rewrite",))
+    assert "the oracle wrote other outputs (/app/parity.csv, /app/total.txt)" in row.reason, row.reason

@@ -327,8 +327,9 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
 
 
 def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
-    """The oracle on small versions of the task's inputs: tests that still pass while the
-    oracle's outputs changed trust files the agent can rewrite."""
+    """The oracle on small versions of the task's inputs: tests that still pass while they read
+    those inputs themselves, or while the oracle's outputs changed, trust files the agent can
+    rewrite."""
     base = base_image_of(task)
     protected = tuple(getattr(task, "protected_paths", ()) or ())
     probe = ProbeOracle(lambda sb: input_candidates(sb, task_files(sb, base), protected))
@@ -343,12 +344,17 @@ def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow
     row.rewrite = f"{res.outcome.value} {reward:.2f} on {len(inputs)} rewritten input(s)"
     if res.masked or reward < REWRITE_MAX:
         return []
+    read = sorted(set(res.guard_opened) & set(inputs))
+    if read:  # the test process itself read the inputs the agent can rewrite, and passed
+        return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
+                f"versions, and the tests read {', '.join(read[:3])} themselves: {REWRITE_FIX}"]
     if changed:  # what a second oracle run on the real inputs changes too is the oracle's noise
         again = ProbeOracle()
         play(again)
         changed = [p for p in changed if again.outputs.get(p) == oracle.outputs.get(p)]
     if not changed:
-        row.rewrite += " (the oracle's outputs did not change beyond its own run-to-run noise: inconclusive)"
+        row.rewrite += (" (the tests did not read them, and the oracle's outputs did not change "
+                        "beyond its own run-to-run noise)")
         return []
     return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
             f"versions and the oracle wrote other outputs ({', '.join(changed[:3])}): {REWRITE_FIX}"]

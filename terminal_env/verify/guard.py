@@ -56,6 +56,8 @@ class GuardVerdict:
     ok: bool | None
     note: str
     modules: list[str] = field(default_factory=list)
+    #: files outside the interpreter and the tests that the test process read itself
+    opened: list[str] = field(default_factory=list)
 
 
 def new_key() -> str:
@@ -129,6 +131,7 @@ def verdict(records: dict[str, bytes] | None, key: str, *, pytest_expected: bool
         return GuardVerdict(None, "unchecked: the tests ran no pytest session, so whether they "
                                   "ended normally could not be checked")
     modules: set[str] = set()
+    opened: set[str] = set()
     unseen = 0
     for name in sorted(records):
         events = _events(records[name], key)
@@ -140,15 +143,17 @@ def verdict(records: dict[str, bytes] | None, key: str, *, pytest_expected: bool
         problem = _session_problem(events)
         for e in events:
             modules.update(e.get("modules") or [])
+            opened.update(e.get("opened") or [])
         if problem:
-            return GuardVerdict(False, problem, sorted(modules))
+            return GuardVerdict(False, problem, sorted(modules), sorted(opened))
     n = len(records) - unseen
     if unseen:
         return GuardVerdict(None, f"unchecked: {unseen} pytest session(s) ran their tests in "
                                   f"pytest-xdist workers, which the guard does not see"
-                                  + (f"; {n} other(s) ended normally" if n else ""), sorted(modules))
+                                  + (f"; {n} other(s) ended normally" if n else ""),
+                            sorted(modules), sorted(opened))
     return GuardVerdict(True, f"checked: {n} pytest session{'s' if n > 1 else ''} ended normally",
-                        sorted(modules))
+                        sorted(modules), sorted(opened))
 
 
 def _session_problem(events: list[dict[str, Any]]) -> str:

@@ -119,11 +119,12 @@ class _Guard:
             event="finish", exitstatus=int(getattr(session, "exitstatus", exitstatus)),
             reported=reported, stopped=self.stopped,
             shouldstop=str(getattr(session, "shouldstop", "") or ""),
-            modules=_outside_modules(),
+            modules=_outside_modules(), opened=_outside_files(),
         )
 
 
 _EXECUTED = set()  # files whose code this process executed (imports, exec_module, runpy)
+_OPENED = set()  # files this process itself opened (not the programs the tests start)
 
 
 def _audit(event, args):
@@ -131,14 +132,31 @@ def _audit(event, args):
         filename = getattr(args[0], "co_filename", None) if args else None
         if filename and filename.startswith("/"):
             _EXECUTED.add(filename)
+    elif event == "open" and len(_OPENED) < 2000 and args and isinstance(args[0], str):
+        _OPENED.add(args[0])
+
+
+def _roots():
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, "/tests")}
+    roots |= {os.path.realpath(p) for p in sys.path if "-packages" in p}
+    return roots | {"/etc", os.path.dirname(os.path.realpath(__file__))}
+
+
+def _outside_files():
+    """Files outside the interpreter's trees and the tests that the test process read itself:
+    where its expectations may come from (the gate's rewrite probe asks)."""
+    roots, found = _roots() | {"/proc", "/dev", "/sys", "/logs", "/tmp"}, set()
+    for path in _OPENED:
+        real = os.path.realpath(path) if path.startswith("/") else ""
+        if real and os.path.isfile(real) and not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            found.add(real)
+    return sorted(found)[:200]
 
 
 def _outside_modules():
     """Files of code the test process ran from outside the interpreter's own trees and the
     tests: code it loaded from where the agent could have written it."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, "/tests")}
-    roots |= {os.path.realpath(p) for p in sys.path if "-packages" in p}
-    roots |= {"/etc", os.path.dirname(os.path.realpath(__file__))}
+    roots = _roots()
     paths = set(_EXECUTED)
     paths |= {getattr(m, "__file__", None) or "" for m in list(sys.modules.values())}
     found = set()

@@ -214,7 +214,7 @@ class ProtectedVerifier:
         )
         update: dict[str, Any] = {
             "duration": run.duration, "exit_code": run.exit_code, "log_tail": log_tail,
-            "guard": checked.note, "guard_modules": checked.modules,
+            "guard": checked.note, "guard_modules": checked.modules, "guard_opened": checked.opened,
         }
         if checked.ok is False:
             # Whatever the result files say: the test process did not run its tests to the end
