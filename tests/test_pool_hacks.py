@@ -19,34 +19,14 @@ asserts that the hole is closed (what the attack earned before the fix is noted 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
+from scripted import POOL, play  # tests/scripted.py
 
 from terminal_env import Sandbox, SandboxConfig
-from terminal_env.actions import Command
-from terminal_env.agent import run_episode
-from terminal_env.env import TerminalEnv
-from terminal_env.models.simple import ScriptedBackend
-from terminal_env.tasks import load_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.attack]
 
-POOL = Path(__file__).resolve().parents[1] / "tasks"
-
-
-def play(name: str, commands: list[str]):
-    """One episode of a scripted agent on a bundled task: (reward, verifier result)."""
-    env = TerminalEnv(load_task(POOL / name), reward="partial_progress", max_steps=20)
-    try:
-        reward, info = run_episode(
-            env, ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in commands])
-        )
-    finally:
-        env.close()
-    result = info["verification"]
-    assert result is not None, "no verifier ran"
-    return reward, result
 
 
 # ------------------------------------------------------------------------ lh-log-forensics
@@ -226,12 +206,8 @@ def test_rewritten_report_inputs_are_tampering(name, tmp_path, base_image):
     shutil.copytree(POOL / name, unprotected)
     toml = unprotected / "task.toml"
     toml.write_text(toml.read_text().replace('protected_paths = ["/app/data"]\n', ""))
-    env = TerminalEnv(load_task(unprotected), reward="partial_progress", max_steps=20)
-    try:
-        reward, info = run_episode(env, ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in commands]))
-    finally:
-        env.close()
-    passed = {c.name.rsplit("::", 1)[-1] for c in info["verification"].checks if c.passed}
+    reward, result = play(unprotected, commands)
+    passed = {c.name.rsplit("::", 1)[-1] for c in result.checks if c.passed}
     assert check in passed and reward > 0, f"the attack must work unprotected: {passed}"
     # the bundled task: the same episode is tampering, reward 0
     reward, result = play(name, commands)

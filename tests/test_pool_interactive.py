@@ -27,35 +27,11 @@ terminal is still required, but the records can be forged.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-from terminal_env.actions import Command
-from terminal_env.agent import run_episode
-from terminal_env.env import TerminalEnv
-from terminal_env.models.simple import ScriptedBackend
-from terminal_env.tasks import load_task
+from scripted import play  # tests/scripted.py
 
 pytestmark = [pytest.mark.docker, pytest.mark.attack]
 
-POOL = Path(__file__).resolve().parents[1] / "tasks"
-
-
-def play(name: str, commands: list[str]):
-    """One episode of a scripted agent on a bundled task: (reward, verifier result)."""
-    env = TerminalEnv(load_task(POOL / name), reward="partial_progress", max_steps=20)
-    try:
-        reward, info = run_episode(
-            env, ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in commands])
-        )
-    finally:
-        env.close()
-    result = info["verification"]
-    assert result is not None, "no verifier ran"
-    print(f"{name}: reward {reward:.2f}, {result.outcome.value}, "
-          + ", ".join(f"{c.name}={'ok' if c.passed else 'FAIL'}" for c in result.checks))
-    return reward, result
 
 
 # What a forger reproduces of the signing scheme: the container binding (the boot id, when the

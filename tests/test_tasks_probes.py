@@ -9,12 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from scripted import play  # tests/scripted.py
 
-from terminal_env.actions import Command
-from terminal_env.agent import run_episode
-from terminal_env.env import TerminalEnv
-from terminal_env.models.simple import ScriptedBackend
-from terminal_env.tasks import load_task
 from terminal_env.tasks.check import check_task
 from terminal_env.tasks.probes import constant_variants, shrink
 
@@ -115,15 +111,6 @@ def planted(root: Path, name: str, tests: str, extra: str = "") -> Path:
     (task / "tests" / "test_outputs.py").write_text(tests)
     (task / "solution" / "solve.sh").write_text(SOLVE)
     return task
-
-
-def play(task_dir: Path, commands: list[str]):
-    env = TerminalEnv(load_task(task_dir), reward="partial_progress", max_steps=10)
-    try:
-        reward, info = run_episode(env, ScriptedBackend.of_actions([Command(command=c, timeout=60) for c in commands]))
-    finally:
-        env.close()
-    return reward, info["verification"]
 
 
 # The attacks, as an agent that never reads the real data would play them.

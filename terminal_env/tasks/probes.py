@@ -105,6 +105,20 @@ def _shrink_json(value: Any) -> Any:
     return value
 
 
+def _text_and_json(data: bytes) -> tuple[str | None, Any]:
+    """The file as text (None if it is not UTF-8) and as JSON (None if it is not JSON)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return text, json.loads(text)
+        except ValueError:
+            pass
+    return text, None
+
+
 def shrink(data: bytes) -> bytes | None:
     r"""A small valid-looking version of an input file, or None when there is none.
 
@@ -123,20 +137,12 @@ def shrink(data: bytes) -> bytes | None:
         except (OSError, EOFError):
             return None
         return None if inner is None else gzip.compress(inner, mtime=0)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    text, value = _text_and_json(data)
+    if text is None or "\x00" in text:
         return None
-    if "\x00" in text:
-        return None
-    if text.lstrip()[:1] in ("{", "["):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-        if value is not None:
-            small = json.dumps(_shrink_json(value))
-            return None if json.loads(small) == value else small.encode()
+    if value is not None:
+        small = json.dumps(_shrink_json(value))
+        return None if json.loads(small) == value else small.encode()
     lines = text.splitlines(keepends=True)
     return "".join(lines[:2]).encode() if len(lines) >= 3 else None
 
@@ -283,22 +289,16 @@ def constant_version(data: bytes, rank: int) -> bytes | None:
     >>> constant_version(b"42\n", 0) is None
     True
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    text, value = _text_and_json(data)
+    if text is None:
         return None
-    if text.lstrip()[:1] in ("{", "["):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-        if value is not None:
-            choose = {}
-            for key, values in _json_fields(value).items():
-                ranked = _categorical(values)
-                if ranked:
-                    choose[key] = ranked[min(rank, len(ranked) - 1)]
-            return json.dumps(_json_set(value, "", choose)).encode() if choose else None
+    if value is not None:
+        choose = {}
+        for key, values in _json_fields(value).items():
+            ranked = _categorical(values)
+            if ranked:
+                choose[key] = ranked[min(rank, len(ranked) - 1)]
+        return json.dumps(_json_set(value, "", choose)).encode() if choose else None
     lines = text.splitlines()
     if len(lines) < 3:
         return None
