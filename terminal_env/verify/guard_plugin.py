@@ -125,6 +125,7 @@ class _Guard:
 
 _EXECUTED = set()  # files whose code this process executed (imports, exec_module, runpy)
 _OPENED = set()  # files this process itself opened (not the programs the tests start)
+_COPIED = set()  # files it only copied (shutil.copyfile: a project copied to build it fresh)
 
 
 def _audit(event, args):
@@ -134,6 +135,11 @@ def _audit(event, args):
             _EXECUTED.add(filename)
     elif event == "open" and len(_OPENED) < 2000 and args and isinstance(args[0], str):
         _OPENED.add(args[0])
+    elif event == "shutil.copyfile" and len(_COPIED) < 5000 and args:
+        try:
+            _COPIED.add(os.path.realpath(os.fspath(args[0])))
+        except TypeError:
+            pass
 
 
 def _roots():
@@ -143,12 +149,12 @@ def _roots():
 
 
 def _outside_files():
-    """Files outside the interpreter's trees and the tests that the test process read itself:
-    where its expectations may come from (the gate's rewrite probe asks)."""
+    """Files outside the interpreter's trees and the tests that the test process read itself
+    (not only copied): where its expectations may come from (the gate's rewrite probe asks)."""
     roots, found = _roots() | {"/proc", "/dev", "/sys", "/logs", "/tmp"}, set()
     for path in _OPENED:
         real = os.path.realpath(path) if path.startswith("/") else ""
-        if real and os.path.isfile(real) and not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+        if real and real not in _COPIED and os.path.isfile(real) and not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
             found.add(real)
     return sorted(found)[:200]
 
