@@ -129,7 +129,7 @@ def test_the_attacks_work_on_naive_tests_and_the_probes_flag_them(tmp_path, base
     row = check_task(naive)
     assert row.oracle.startswith("passed 1.00"), row.oracle
     assert not row.ok
-    assert "rewrite: reward" in row.reason and "the tests read /app/data/numbers.csv themselves" in row.reason, row.reason
+    assert "rewrite: reward" in row.reason and "checks that passed read /app/data/numbers.csv themselves" in row.reason, row.reason
     assert "protected_paths" in row.reason  # the fix is named
     assert "constant answers" in row.reason and "most common value everywhere" in row.constant, row.constant
     assert "instance: /app/build-id" in row.reason, row.reason

@@ -42,7 +42,6 @@ from .build import build_image
 from .load import load_task
 from .probes import (
     CONSTANT_MAX,
-    REWRITE_MAX,
     ProbeOracle,
     WriteFiles,
     constant_variants,
@@ -327,9 +326,9 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
 
 
 def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
-    """The oracle on small versions of the task's inputs: tests that still pass while they read
-    those inputs themselves, or while the oracle's outputs changed, trust files the agent can
-    rewrite."""
+    """The oracle on small versions of the task's inputs. Checks that pass while they read those
+    inputs themselves (the guard records what each test opens), or tests that all pass while the
+    oracle's outputs changed, trust files the agent can rewrite."""
     base = base_image_of(task)
     protected = tuple(getattr(task, "protected_paths", ()) or ())
     probe = ProbeOracle(lambda sb: input_candidates(sb, task_files(sb, base), protected))
@@ -342,19 +341,21 @@ def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow
                      and not is_noise(p))
     inputs = sorted(probe.rewritten)
     row.rewrite = f"{res.outcome.value} {reward:.2f} on {len(inputs)} rewritten input(s)"
-    if res.masked or reward < REWRITE_MAX:
+    if res.masked or reward == 0:
         return []
     read = sorted(set(res.guard_opened) & set(inputs))
-    if read:  # the test process itself read the inputs the agent can rewrite, and passed
+    if read:  # checks that passed read the rewritten inputs themselves (the guard says which)
         return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
-                f"versions, and the tests read {', '.join(read[:3])} themselves: {REWRITE_FIX}"]
+                f"versions, and checks that passed read {', '.join(read[:3])} themselves: {REWRITE_FIX}"]
+    if not res.strict_success:  # no evidence which of the passing checks saw the new outputs
+        changed = []
     if changed:  # what a second oracle run on the real inputs changes too is the oracle's noise
         again = ProbeOracle()
         play(again)
         changed = [p for p in changed if again.outputs.get(p) == oracle.outputs.get(p)]
     if not changed:
-        row.rewrite += (" (the tests did not read them, and the oracle's outputs did not change "
-                        "beyond its own run-to-run noise)")
+        row.rewrite += (" (no passing check read them; the oracle's outputs did not change "
+                        "beyond its own run-to-run noise, or checks failed on them)")
         return []
     return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
             f"versions and the oracle wrote other outputs ({', '.join(changed[:3])}): {REWRITE_FIX}"]

@@ -6,9 +6,10 @@ the ways in which naive tests do not, for any task (bundled or imported), from t
 * **input rewrite** (:func:`rewrite_inputs`): the files the task's build added to its image (its
   inputs: logs, tables, configs) are replaced by small valid-looking versions of themselves (the
   first lines of a text file, the first element of each JSON list, inside gzip too), then the
-  oracle's solution runs on them. If the tests still pass while the oracle's outputs changed,
-  the tests recompute their expectations from files that the agent can rewrite: an agent can
-  replace the inputs with trivial ones and answer for those.
+  oracle's solution runs on them. If checks pass while reading those files themselves, or all
+  pass while the oracle's outputs changed, the tests recompute their expectations from files
+  that the agent can rewrite: an agent can replace the inputs with trivial ones and answer for
+  those.
 * **constant policy** (:func:`constant_variants`): the files the oracle wrote, with every
   categorical field (a JSON key, a table column or a line whose few values repeat) set to one
   value for all records (approve-all, deny-all), and the same files empty. Partial credit above
@@ -38,8 +39,7 @@ from ..actions import Submit, action_to_text
 from ..models.simple import OracleBackend, ScriptedBackend, fenced
 from ..sandbox import Sandbox, SandboxConfig
 
-#: partial reward that flags a run on rewritten inputs (with changed outputs) or a constant answer
-REWRITE_MAX = 0.5
+#: partial reward that flags a constant answer
 CONSTANT_MAX = 0.3
 _MARK = "/var/tmp/.te-probe-mark"
 _STAGE = "/var/tmp/.te-probe-stage"

@@ -56,7 +56,8 @@ class GuardVerdict:
     ok: bool | None
     note: str
     modules: list[str] = field(default_factory=list)
-    #: files outside the interpreter and the tests that the test process read itself
+    #: files outside the interpreter and the tests that the test process read itself while
+    #: collecting or running tests that passed
     opened: list[str] = field(default_factory=list)
 
 

@@ -75,6 +75,7 @@ class _Guard:
 
     @pytest.hookimpl(hookwrapper=True, trylast=True)
     def pytest_runtest_setup(self, item):
+        _NOW[0] = item.nodeid  # the files opened from here on are this test's
         outcome = yield
         self._phase(item, outcome)
 
@@ -95,6 +96,7 @@ class _Guard:
         self.reports.setdefault(item.nodeid, []).append(report)
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        _NOW[0] = ""
         self.record.write(event="test", nodeid=nodeid, raw=self.raw.get(nodeid, "not-run"))
 
     def pytest_collection_finish(self, session):
@@ -119,12 +121,14 @@ class _Guard:
             event="finish", exitstatus=int(getattr(session, "exitstatus", exitstatus)),
             reported=reported, stopped=self.stopped,
             shouldstop=str(getattr(session, "shouldstop", "") or ""),
-            modules=_outside_modules(), opened=_outside_files(),
+            modules=_outside_modules(),
+            opened=_outside_files({n for n, r in self.raw.items() if r == "passed"}),
         )
 
 
 _EXECUTED = set()  # files whose code this process executed (imports, exec_module, runpy)
-_OPENED = set()  # files this process itself opened (not the programs the tests start)
+_OPENED = {}  # test id ("" outside tests) -> files this process itself opened during it
+_NOW = [""]  # the test running now
 _COPIED = set()  # files it only copied (shutil.copyfile: a project copied to build it fresh)
 
 
@@ -133,8 +137,10 @@ def _audit(event, args):
         filename = getattr(args[0], "co_filename", None) if args else None
         if filename and filename.startswith("/"):
             _EXECUTED.add(filename)
-    elif event == "open" and len(_OPENED) < 2000 and args and isinstance(args[0], str):
-        _OPENED.add(args[0])
+    elif event == "open" and args and isinstance(args[0], str):
+        files = _OPENED.setdefault(_NOW[0], set())
+        if len(files) < 2000:
+            files.add(args[0])
     elif event == "shutil.copyfile" and len(_COPIED) < 5000 and args:
         try:
             _COPIED.add(os.path.realpath(os.fspath(args[0])))
@@ -148,11 +154,15 @@ def _roots():
     return roots | {"/etc", os.path.dirname(os.path.realpath(__file__))}
 
 
-def _outside_files():
+def _outside_files(passed):
     """Files outside the interpreter's trees and the tests that the test process read itself
-    (not only copied): where its expectations may come from (the gate's rewrite probe asks)."""
+    (not only copied) while collecting or running the tests that ``passed``: where passing
+    checks took their expectations from (the gate's rewrite probe asks)."""
     roots, found = _roots() | {"/proc", "/dev", "/sys", "/logs", "/tmp"}, set()
-    for path in _OPENED:
+    opened = set(_OPENED.get("", ())) if passed else set()
+    for nodeid in passed:
+        opened |= _OPENED.get(nodeid, set())
+    for path in opened:
         real = os.path.realpath(path) if path.startswith("/") else ""
         if real and real not in _COPIED and os.path.isfile(real) and not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
             found.add(real)

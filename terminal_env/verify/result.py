@@ -182,8 +182,9 @@ class VerifierResult(BaseModel):
     #: modules the test process imported from outside the interpreter and the tests (the agent's
     #: code loaded into the test process; ``tasks check`` reports tasks that do this)
     guard_modules: list[str] = Field(default_factory=list)
-    #: files outside the interpreter and the tests that the test process read itself (where its
-    #: expectations may come from; ``tasks check`` asks whether they are agent-writable inputs)
+    #: files outside the interpreter and the tests that the test process read itself while
+    #: collecting or running tests that passed (where passing checks took their expectations
+    #: from; ``tasks check`` asks whether they are agent-writable inputs)
     guard_opened: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")

@@ -1,6 +1,7 @@
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
 """tally: build, install, wrapper, report, release; one check per step."""
 
+import hashlib
 import math
 import os
 import random
@@ -12,6 +13,8 @@ import tempfile
 
 SRC = "/app/src/tally"
 ENV = {**os.environ, "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
+
+MAN_SHA256 = "67f0673a299b52a6e2eca7b904c7d8985a977d76c2d79ad92c36b6a6535a621e"  # environment/src/tally/tally.1
 
 
 def sh(cmd, cwd=None, timeout=90, **kw):
@@ -96,7 +99,9 @@ def test_2_install():
     assert sh(["/usr/local/bin/tally", "--version"]).stdout.strip() == "tally 1.4.2"
     man = "/usr/local/share/man/man1/tally.1"
     assert stat.S_IMODE(os.stat(man).st_mode) == 0o644
-    assert open(man).read() == open(os.path.join(SRC, "tally.1")).read()
+    # the shipped page, by hash: the copy under /app/src is the agent's to change
+    with open(man, "rb") as fh:
+        assert hashlib.sha256(fh.read()).hexdigest() == MAN_SHA256, "the installed man page is not tally.1 as shipped"
     tmp = tempfile.mkdtemp(dir="/tmp")
     try:
         d = fresh_copy(tmp)

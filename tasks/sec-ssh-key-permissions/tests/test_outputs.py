@@ -1,6 +1,7 @@
 # TERMINAL-ENV CANARY 5f0c3a9e-1d27-4b8e-b6a4-2c9e7d1f8a30
 """Checks ownership and modes with os.stat, and that the keys still work for their owner only."""
 
+import hashlib
 import os
 import pwd
 import stat
@@ -8,6 +9,13 @@ import subprocess
 
 D = "/home/deploy/.ssh"
 EXPECTED_FILES = 9
+# The files that hold a private key, with their content as built (environment/keys): which files
+# are private comes from here, not from their live content, which the agent could rewrite.
+PRIVATE = {
+    "ci.bak": "ddd1f1522141c62c5821306bea0da65b90badd6fcfdb83032e895fbf1d416283",
+    "deploy_rsa": "8df8cead95566eaf58d1eee12d1d0bf93ccb34d0ca234644b58e8ae26d749176",
+    "id_ed25519": "2645dac00be50aaa5f0bee675496ec6e0778b3ffb3ed7e94632e111b35125f26",
+}
 
 
 def files():
@@ -17,8 +25,7 @@ def files():
 
 
 def is_private(path):
-    with open(path, "rb") as f:
-        return any(l.startswith(b"-----BEGIN") and b"PRIVATE KEY" in l for l in f.read().splitlines())
+    return os.path.basename(path) in PRIVATE
 
 
 def mode(path):
@@ -39,8 +46,10 @@ def test_directory_mode():
 
 def test_private_key_modes():
     privs = [p for p in files() if is_private(p)]
-    assert len(privs) == 3, f"private keys were changed: {privs}"
+    assert len(privs) == 3, f"private keys were renamed or removed: {privs}"
     for p in privs:
+        with open(p, "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == PRIVATE[os.path.basename(p)], f"{p} was changed"
         assert mode(p) == 0o600, f"{p}: {oct(mode(p))}"
 
 
