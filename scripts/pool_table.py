@@ -22,9 +22,10 @@ def main(path: str) -> None:
     check = sum(r["check_s"] or 0 for r in rows)
     print("# The bundled task pool\n")
     print(f"{len(rows)} tasks; {ok} pass the quality gate: oracle strict success, nop no success, "
-          "snoop finds nothing, and the probes for foolable tests hold (`rewrite`: the oracle on "
-          "shrunken inputs does not pass with changed outputs; `constant`: knowledge-free answers "
-          "earn under 0.3; `instance`: a second build without cache gives the same files). "
+          "snoop finds nothing, and the probes for foolable tests hold (`rewrite`: with the "
+          "inputs shrunken, no passing check read them and the oracle's changed outputs do not "
+          "pass every check; `constant`: knowledge-free answers earn under 0.3; `instance`: a "
+          "second build without cache gives the same files). "
           f"Summed build time {build:.0f} s (cached afterwards), summed check time {check:.0f} s, "
           "measured by `bash scripts/pool-check.sh` on a 2-core machine.\n")
     for key in ("category", "difficulty", "split"):

@@ -278,7 +278,10 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
                 env.close()
             return reward, info["verification"], info
 
-        oracle = ProbeOracle()
+        # the oracle's run also finds the inputs the rewrite probe shrinks (before it writes)
+        base, protected = base_image_of(task), tuple(getattr(task, "protected_paths", ()) or ())
+        oracle = ProbeOracle(look=(lambda sb: input_candidates(sb, task_files(sb, base), protected))
+                             if "rewrite" in probes else None)
         reward, res, _ = play(oracle)
         row.oracle = f"{res.outcome.value} {reward:.2f}"
         row.checks = len(res.checks)
@@ -310,7 +313,7 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         if res.strict_success:
             problems.append("snoop succeeded without solving the task")
         if "rewrite" in probes:
-            problems += _rewrite_probe(task, play, oracle, row)
+            problems += _rewrite_probe(play, oracle, row)
         if "constant" in probes:
             problems += _constant_probe(play, oracle, row)
         if "instance" in probes:
@@ -325,17 +328,15 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
     return row
 
 
-def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
+def _rewrite_probe(play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
     """The oracle on small versions of the task's inputs. Checks that pass while they read those
     inputs themselves (the guard records what each test opens), or tests that all pass while the
     oracle's outputs changed, trust files the agent can rewrite."""
-    base = base_image_of(task)
-    protected = tuple(getattr(task, "protected_paths", ()) or ())
-    probe = ProbeOracle(lambda sb: input_candidates(sb, task_files(sb, base), protected))
-    reward, res, _ = play(probe)
-    if not probe.rewritten:
+    if not oracle.inputs:
         row.rewrite = "no input to rewrite"
         return []
+    probe = ProbeOracle(rewrite=oracle.inputs)
+    reward, res, _ = play(probe)
     changed = sorted(p for p in set(probe.outputs) | set(oracle.outputs)
                      if probe.outputs.get(p) != oracle.outputs.get(p) and p not in probe.rewritten
                      and not is_noise(p))
@@ -343,8 +344,10 @@ def _rewrite_probe(task: Any, play: Callable, oracle: ProbeOracle, row: CheckRow
     row.rewrite = f"{res.outcome.value} {reward:.2f} on {len(inputs)} rewritten input(s)"
     if res.masked or reward == 0:
         return []
-    read = sorted(set(res.guard_opened) & set(inputs))
-    if read:  # checks that passed read the rewritten inputs themselves (the guard says which)
+    # checks that passed read rewritten inputs themselves (the guard says which), inputs the
+    # oracle did not write in turn (a file edited in place is the task's output too)
+    read = sorted(set(res.guard_opened) & set(inputs) - set(probe.outputs))
+    if read:
         return [f"rewrite: reward {reward:.2f} after {', '.join(inputs[:4])} were replaced by small "
                 f"versions, and checks that passed read {', '.join(read[:3])} themselves: {REWRITE_FIX}"]
     if not res.strict_success:  # no evidence which of the passing checks saw the new outputs

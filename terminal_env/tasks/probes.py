@@ -184,22 +184,27 @@ def overwrite(sb: Sandbox, files: dict[str, bytes]) -> None:
 
 
 class ProbeOracle(OracleBackend):
-    """The task's oracle, which first lets a probe change the sandbox, and records what the
-    solution wrote (``outputs``: path -> sha256, ``contents``: path -> bytes for small files)."""
+    """The task's oracle, recording what the sandbox held before it ran (``inputs``: what
+    ``look`` makes of the fresh sandbox) and what the solution wrote (``outputs``: path ->
+    sha256, ``contents``: path -> bytes of small files); with ``rewrite``, those files are
+    overwritten before the solution runs."""
 
     name = "oracle"
 
-    def __init__(self, prepare: Callable[[Sandbox], dict[str, bytes]] | None = None) -> None:
+    def __init__(self, *, look: Callable[[Sandbox], dict[str, bytes]] | None = None,
+                 rewrite: dict[str, bytes] | None = None) -> None:
         super().__init__()
-        self.prepare = prepare
-        self.rewritten: dict[str, bytes] = {}
+        self.look = look
+        self.rewritten = dict(rewrite or {})
+        self.inputs: dict[str, bytes] = {}
         self.outputs: dict[str, str] = {}
         self.contents: dict[str, bytes] = {}
         self._sb: Sandbox | None = None
 
     def start_episode(self, env: Any, harness: Any) -> None:
         self._sb = env.sandbox
-        self.rewritten = self.prepare(self._sb) if self.prepare else {}
+        if self.look is not None:
+            self.inputs = self.look(self._sb)
         if self.rewritten:
             overwrite(self._sb, self.rewritten)
         self._sb.exec(f"touch {_MARK}", user="root", timeout=30)
