@@ -126,6 +126,15 @@ def solution_yaml_to_script(commands: list[TB1Command]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a path the system cannot even look up (a name over the
+    file system's limit, from a task's own compose file or task.yaml): reported as missing."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _compose(path: Path, problems: Problems) -> dict[str, Any]:
     """context, dockerfile, env, workdir, image of the compose file's single service."""
     result: dict[str, Any] = {"context": path, "dockerfile": "Dockerfile", "env": {},
@@ -200,9 +209,9 @@ def read_tb1(path: Path, problems: Problems) -> Task | None:
     compose = _compose(path, problems)
     context: Path = compose["context"]
     dockerfile: Path | None = context / compose["dockerfile"]
-    if compose["image"] and not (context / compose["dockerfile"]).is_file():
+    if compose["image"] and not _is_file(context / compose["dockerfile"]):
         dockerfile = None
-    elif not dockerfile.is_file():  # type: ignore[union-attr]
+    elif not _is_file(dockerfile):  # type: ignore[arg-type]
         problems.error(dockerfile, "", "missing: the sandbox image is built from it")
     if not (path / "run-tests.sh").is_file():
         problems.error(path / "run-tests.sh", "", "missing: the verifier runs "
@@ -238,7 +247,7 @@ def read_tb1(path: Path, problems: Problems) -> Task | None:
         problems.warning(f, "run_tests_in_same_shell", "tests run in a fresh shell here; "
                          "tests of shell state (variables, cwd) will not see the agent's")
     for script in config.test_scripts:
-        if not (path / "tests" / script).is_file():
+        if not _is_file(path / "tests" / script):
             problems.warning(f, "test_scripts", f"{script} comes from Terminal-Bench's harness, "
                              "not the task; run-tests.sh must not need it")
     check_seconds(problems, f, "max_agent_timeout_sec", config.max_agent_timeout_sec)
@@ -246,7 +255,7 @@ def read_tb1(path: Path, problems: Problems) -> Task | None:
     metadata = config.model_dump(exclude_unset=True, exclude={"instruction", "descriptions"})
     ours, meta = read_terminal_env_metadata(metadata, f, "", problems)
     workdir = meta.workdir or compose["workdir"]
-    if workdir is None and dockerfile is not None and dockerfile.is_file():
+    if workdir is None and dockerfile is not None and _is_file(dockerfile):
         workdir = dockerfile_workdir(dockerfile.read_text(encoding="utf-8", errors="replace"))
     if problems.errors:
         return None
