@@ -189,6 +189,20 @@ def test_tb1_context_leaves_the_tests_out(built, tmp_path):
 
 
 @pytest.mark.docker
+def test_a_docker_compose_yml_is_build_context_that_reaches_the_image(built, tmp_path):
+    """The Harbor tasks that were refused here: their docker-compose.yml is data the Dockerfile
+    copies in (the task asks the agent to repair it), not an environment definition."""
+    compose = "services:\n  web:\n    image: nginx:1.25\n    ports: ['8080:80'\n"  # broken on purpose
+    d = task_copy(tmp_path, "harbor-sum", "compose-data")
+    (d / "environment" / "docker-compose.yml").write_text(compose)
+    dockerfile = d / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY docker-compose.yml /app/docker-compose.yml\n")
+    tag = build_image(load_task(d), built, log=lambda _: None)
+    with Sandbox(SandboxConfig(image=tag, task=f"test-{RUN}-compose-data"), client=built) as box:
+        assert box.read_file("/app/docker-compose.yml").decode() == compose
+
+
+@pytest.mark.docker
 def test_terminal_bench_base_builds_through_the_default_mapping(built, tmp_path):
     d = task_copy(tmp_path, "harbor-sum", "tbbase", dockerfile=(
         "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n"

@@ -17,6 +17,7 @@ from terminal_env.tasks import (
     TaskFormatError,
     find_tasks,
     import_tb1,
+    import_tb1_folder,
     load_task,
     validate,
 )
@@ -342,6 +343,18 @@ def test_unsupported_features_are_errors(tmp_path):
     find(problems, "environment/docker-compose.yaml", "")
 
 
+def test_a_docker_compose_yml_in_the_environment_is_build_context(tmp_path):
+    """Harbor reads only environment/docker-compose.yaml as the environment; a
+    docker-compose.yml there is task data (a task may ask the agent to repair it)."""
+    d = copy_task("harbor-sum", tmp_path)
+    (d / "environment" / "docker-compose.yml").write_text("services:\n  web:\n    image: nginx\n")
+    task = load_task(d)
+    assert "docker-compose.yml" in task.environment_files() and task.warnings == []
+    (d / "environment" / "docker-compose.yaml").write_text("services: {main: {build: .}}\n")
+    p = find(problems_of(d), "environment/docker-compose.yaml", "")
+    assert "docker-compose.yml is build context" in p.message
+
+
 def test_prebuilt_docker_image_needs_no_dockerfile(tmp_path):
     d = copy_task("harbor-sum", tmp_path)
     (d / "environment" / "Dockerfile").unlink()
@@ -444,6 +457,42 @@ def test_import_tb1_of_a_broken_task_lists_its_problems(tmp_path):
     with pytest.raises(TaskFormatError, match="run-tests.sh"):
         import_tb1(d, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_import_tb1_of_a_folder_imports_each_task_and_reports_the_others(tmp_path):
+    """A folder of tasks (a Terminal-Bench checkout's tasks/) in one call: each convertible task
+    lands in DEST/<name>, each other one is reported with its reason, none stops the rest."""
+    src = tmp_path / "tb1"
+    copy_task("tb1-grep", src)
+    copy_task("tb1-inprocess", src)
+    broken = copy_task("tb1-grep", src, "tb1-no-tests")
+    (broken / "run-tests.sh").unlink()
+    copy_task("harbor-sum", src)  # not a Terminal-Bench task: not picked up
+    (tmp_path / "out" / "tb1-inprocess").mkdir(parents=True)
+    (tmp_path / "out" / "tb1-inprocess" / "keep.txt").write_text("mine")
+    results = {r.name: r for r in import_tb1_folder(src, tmp_path / "out")}
+    assert sorted(results) == ["tb1-grep", "tb1-inprocess", "tb1-no-tests"]
+    assert results["tb1-grep"].ok and load_task(tmp_path / "out" / "tb1-grep").format == "harbor"
+    assert not results["tb1-inprocess"].ok and "not empty" in results["tb1-inprocess"].detail
+    assert (tmp_path / "out" / "tb1-inprocess" / "keep.txt").read_text() == "mine"  # untouched
+    assert not results["tb1-no-tests"].ok and "run-tests.sh" in results["tb1-no-tests"].detail
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["tb1-grep", "tb1-inprocess"]
+    with pytest.raises(ConfigError, match="no Terminal-Bench 1.x task"):
+        import_tb1_folder(TASKS / "harbor-sum", tmp_path / "none")
+
+
+def test_cli_import_tb1_of_a_folder_prints_one_row_a_task(tmp_path, capsys):
+    src = tmp_path / "tb1"
+    copy_task("tb1-grep", src)
+    copy_task("tb1-inprocess", src)
+    assert run_cli("tasks", "import-tb1", str(src), str(tmp_path / "out")) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 task(s) imported" in out and "tb1-grep" in out and "tb1-inprocess" in out
+    broken = copy_task("tb1-grep", src, "tb1-broken")
+    (broken / "task.yaml").write_text("instruction: [unclosed\n")
+    assert run_cli("tasks", "import-tb1", str(src), str(tmp_path / "again")) == 1
+    out = capsys.readouterr().out
+    assert "2 of 3 task(s) imported" in out and "not imported" in out and "Traceback" not in out
 
 
 # ---- the CLI commands (wired into `terminal-env tasks` by the main CLI) ------------------------

@@ -11,9 +11,9 @@ from .build import build_image, ca_env, image_tag, plan_build
 from .load import find_tasks, load_task, read_task, validate
 from .model import Task
 from .schema import Problem, TaskFormatError
-from .tb1_import import import_tb1
+from .tb1_import import import_tb1, import_tb1_folder
 
 __all__ = [
     "Problem", "Task", "TaskFormatError", "build_image", "ca_env", "find_tasks", "image_tag",
-    "import_tb1", "load_task", "plan_build", "read_task", "validate",
+    "import_tb1", "import_tb1_folder", "load_task", "plan_build", "read_task", "validate",
 ]

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -28,7 +29,7 @@ from .pool import SPLITS, load_pool, pool_dir
 from .schema import Problem
 from .similarity import THRESHOLD as SIMILARITY_THRESHOLD
 from .similarity import similar_pairs
-from .tb1_import import import_tb1
+from .tb1_import import import_tb1, import_tb1_folder
 
 console = Console(highlight=False)
 
@@ -101,6 +102,18 @@ def _progress(line: str, verbose: bool) -> None:
 
 
 def cmd_import_tb1(args: argparse.Namespace) -> int:
+    """One task (SRC has a task.yaml) or every task of a folder, each reported."""
+    if not (Path(args.src) / "task.yaml").is_file() and Path(args.src).is_dir():
+        results = import_tb1_folder(args.src, args.dest)
+        table = Table(title=f"import-tb1: {sum(r.ok for r in results)} of {len(results)} task(s) "
+                            f"imported into {args.dest}")
+        for col in ("task", "status", "detail"):
+            table.add_column(col, overflow="fold")
+        for r in results:
+            table.add_row(r.name, Text("imported", style="green") if r.ok else Text("not imported", style="red"),
+                          r.detail or "-")
+        console.print(table)
+        return 0 if all(r.ok for r in results) else 1
     dest = import_tb1(args.src, args.dest)
     _, problems = read_task(dest)
     if problems:
@@ -253,8 +266,10 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
     m.add_argument("--json", metavar="FILE", help="also write every pair as JSON")
     m.set_defaults(func=cmd_similar)
 
-    i = sub.add_parser("import-tb1", help="write a Terminal-Bench 1.x task in Harbor's format")
-    i.add_argument("src", metavar="SRC")
-    i.add_argument("dest", metavar="DEST")
+    i = sub.add_parser("import-tb1", help="write Terminal-Bench 1.x tasks in Harbor's format")
+    i.add_argument("src", metavar="SRC", help="a task directory (with task.yaml), or a folder of "
+                   "them (a Terminal-Bench checkout's tasks/): each is imported into DEST/<name>")
+    i.add_argument("dest", metavar="DEST", help="the new task directory (or, for a folder, the "
+                   "directory that receives one directory per task)")
     i.set_defaults(func=cmd_import_tb1)
     return t

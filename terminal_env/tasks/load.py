@@ -253,9 +253,13 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
     docker_image = env_cfg.docker_image if env_cfg else None
     env_dir = path / "environment"
     dockerfile: Path | None = env_dir / "Dockerfile"
-    if (env_dir / "docker-compose.yaml").is_file() or (env_dir / "docker-compose.yml").is_file():
+    # As in Harbor, only environment/docker-compose.yaml describes the environment; any other
+    # file there (a docker-compose.yml the task asks the agent to repair) is build context.
+    if (env_dir / "docker-compose.yaml").is_file():
         problems.error(env_dir / "docker-compose.yaml", "",
-                       "multi-container environments are not supported here; use one Dockerfile")
+                       "multi-container environments (Harbor's environment/docker-compose.yaml) "
+                       "are not supported here yet; use one Dockerfile (a file named "
+                       "docker-compose.yml is build context and is fine)")
     if not (env_dir / "Dockerfile").is_file():
         if docker_image:
             dockerfile = None

@@ -1,8 +1,10 @@
-"""Importing a Terminal-Bench 1.x task into Harbor's format.
+"""Importing Terminal-Bench 1.x tasks into Harbor's format.
 
 :func:`import_tb1` reads the task as :mod:`~terminal_env.tasks.tb1` does and writes it as a Harbor
 directory whose ``tests/test.sh`` runs the task's own ``run-tests.sh`` and turns pytest's summary
 into ``reward.txt``; the result is loaded back as a check before it is moved into place.
+:func:`import_tb1_folder` does it for every task of a folder (a Terminal-Bench checkout's
+``tasks/``), one result per task: a task that cannot be converted never stops the others.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +111,54 @@ def import_tb1(src: str | Path, dest: str | Path) -> Path:
         if tmp.exists() and tmp.parent == dest.parent and tmp.name.startswith(f".{dest.name}."):
             shutil.rmtree(tmp)
     return dest
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """One task of a folder import: where it went, or why it did not."""
+
+    name: str
+    src: Path
+    dest: Path
+    ok: bool
+    detail: str  # the warnings of the imported task, or the reason it was not imported
+
+
+def tb1_tasks(folder: str | Path) -> list[Path]:
+    """The Terminal-Bench 1.x tasks in ``folder`` (directories holding a ``task.yaml``, searched
+    two levels down, hidden directories skipped), sorted by name."""
+    folder = Path(folder)
+    found = [p.parent for p in folder.glob("*/task.yaml")] + [p.parent for p in folder.glob("*/*/task.yaml")]
+    return sorted({p for p in found if not any(part.startswith(".") for part in p.relative_to(folder).parts)},
+                  key=lambda p: (p.name, str(p)))
+
+
+def import_tb1_folder(src: str | Path, dest: str | Path) -> list[ImportResult]:
+    """Import every Terminal-Bench 1.x task under ``src`` into ``dest/<task name>``. A task whose
+    destination exists, or that cannot be read or written, is reported and left out; the others
+    are imported all the same."""
+    src, dest = Path(src), Path(dest)
+    tasks = tb1_tasks(src)
+    if not tasks:
+        raise ConfigError(f"{src} holds no Terminal-Bench 1.x task (no */task.yaml); give a task "
+                          "directory or the folder of task directories (a checkout's tasks/)")
+    names = [t.name for t in tasks]
+    results = []
+    for task_dir in tasks:
+        out = dest / task_dir.name
+        if names.count(task_dir.name) > 1:
+            results.append(ImportResult(task_dir.name, task_dir, out, False,
+                                        f"{names.count(task_dir.name)} tasks are named {task_dir.name!r}; "
+                                        "import them one by one into directories of your choice"))
+            continue
+        try:
+            import_tb1(task_dir, out)
+            _, problems = read_task(out)
+            results.append(ImportResult(task_dir.name, task_dir, out, True,
+                                        "; ".join(str(p) for p in problems)))
+        except (ConfigError, TaskFormatError) as exc:
+            results.append(ImportResult(task_dir.name, task_dir, out, False, str(exc)))
+    return results
 
 
 def _task_toml(task: Task) -> str:
