@@ -274,6 +274,33 @@ def test_oracle_nop_replay_and_exports(tmp_path, client, base_image, capsys):
     assert (tmp_path / "nop/report/compare.html").exists()
 
 
+def test_harbor_spelled_options_pick_tasks_and_scale_timeouts(tmp_path, client, base_image):
+    """-k/-n/-l and --timeout-multiplier as Harbor spells them: the first N tasks by name, and
+    each task's own agent and verifier timeouts scaled (an explicit timeout still wins)."""
+    import shutil
+
+    from terminal_env.cli import main
+    from terminal_env.runner.run import trial_spec
+    from terminal_env.tasks import load_task
+
+    folder = tmp_path / "tasks"
+    for name in ("harbor-sum", "tb1-grep"):
+        shutil.copytree(ROOT / "tests/data/tasks" / name, folder / name)
+    out = tmp_path / "run"
+    assert main(["run", "--tasks", str(folder), "--model", "oracle", "-k", "1", "-n", "2", "-l", "1",
+                 "--timeout-multiplier", "2", "--out", str(out), "--quiet"]) == 0
+    assert sorted(p.name for p in (out / "trials").iterdir()) == ["harbor-sum"]
+    saved = json.loads((out / "run.json").read_text())["config"]
+    assert (saved["attempts"], saved["concurrency"], saved["n_tasks"], saved["timeout_multiplier"]) == (1, 2, 1, 2.0)
+    task = load_task(TASK)
+    spec = trial_spec(config(timeout_multiplier=2.5), task, 1, "r")
+    assert spec.env["time_limit"] == 2.5 * task.agent_timeout
+    assert spec.verify_timeout == 2.5 * task.verifier_timeout
+    spec = trial_spec(config(timeout_multiplier=2.5, episode_timeout=7, verify_timeout=9), task, 1, "r")
+    assert (spec.env["time_limit"], spec.verify_timeout) == (7, 9)
+    assert trial_spec(config(), task, 1, "r").verify_timeout is None  # the task's own, unscaled
+
+
 def test_context_is_trimmed_and_recorded(tmp_path, client, base_image):
     """Big outputs with a small input budget: old observations are elided, the trajectory
     says so, and the full conversation is still kept."""

@@ -51,7 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = RunConfig(
             tasks=args.tasks, harness=args.harness, model=args.model, model_options=_model_options(args),
-            attempts=args.attempts, concurrency=args.concurrency, params=_params(args),
+            attempts=args.attempts, concurrency=args.concurrency, n_tasks=args.n_tasks,
+            timeout_multiplier=args.timeout_multiplier, params=_params(args),
             max_turns=args.max_turns, max_steps=args.max_steps, command_timeout=args.command_timeout,
             episode_timeout=args.episode_timeout, verify_timeout=args.verify_timeout, reward=args.reward,
             infra_retries=args.retries, allow_test=args.allow_test, seed=args.seed,
@@ -131,8 +132,11 @@ def add_run_parsers(sub: Any) -> None:
     r.add_argument("--harness", default="generic", help="generic, terminus, tool-calling, react, or a plugin")
     r.add_argument("--model", required=True,
                    help="openai:NAME (with --base-url), hf:PATH, oracle, nop, replay:TRAJ.json, scripted:FILE.json")
-    r.add_argument("--attempts", type=int, default=3, help="attempts per task (Mean@k uses them; default 3)")
-    r.add_argument("--concurrency", type=int, default=1, help="trials at once")
+    r.add_argument("-k", "--attempts", type=int, default=3, help="attempts per task (Mean@k uses them; default 3)")
+    r.add_argument("-n", "--concurrency", type=int, default=1, help="trials at once")
+    r.add_argument("-l", "--n-tasks", type=int, help="only the first N tasks by name (default all)")
+    r.add_argument("--timeout-multiplier", type=float, default=1.0,
+                   help="scale each task's agent and verifier timeouts (default 1)")
     r.add_argument("--out", help="run directory (default runs/<time>-<harness>-<model>); an existing one is resumed")
     r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     r.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")

@@ -32,6 +32,12 @@ class RunConfig(BaseModel):
     model_options: dict[str, Any] = Field(default_factory=dict)
     attempts: int = Field(3, ge=1, le=1000)
     concurrency: int = Field(1, ge=1, le=256)
+    n_tasks: int | None = Field(
+        None, ge=1, description="Only the first N tasks by name (Harbor's --n-tasks); default all."
+    )
+    timeout_multiplier: float = Field(
+        1.0, gt=0, le=100, description="Scales each task's agent and verifier timeouts (Harbor's --timeout-multiplier)."
+    )
     params: SamplingParams = Field(default_factory=SamplingParams)
     max_turns: int = Field(100, ge=1)
     max_steps: int = Field(200, ge=1, description="Environment steps (generic actions) per episode.")

@@ -55,10 +55,12 @@ def trial_spec(config: RunConfig, task: Any, attempt: int, run_id: str) -> Trial
     return TrialSpec(
         harness=config.harness, harness_options=config.harness_options, params=config.params,
         max_turns=config.max_turns, seed=config.seed + attempt, reward=config.reward, record=True,
-        verify_timeout=config.verify_timeout or None,
+        verify_timeout=config.verify_timeout or (
+            float(task.verifier_timeout) * config.timeout_multiplier if config.timeout_multiplier != 1 else None),
         build={k: v for k, v in (("base_map", config.base_map), ("ca_bundle", config.ca_bundle)) if v is not None},
         env={"max_steps": config.max_steps, "command_timeout": config.command_timeout,
-             "time_limit": config.episode_timeout or float(task.agent_timeout), "run_id": run_id,
+             "time_limit": config.episode_timeout or float(task.agent_timeout) * config.timeout_multiplier,
+             "run_id": run_id,
              "runtime": config.runtime},
     )
 
@@ -88,6 +90,7 @@ class Runner:
         self.run_dir = Path(run_dir)
         self.client = client
         self.tasks = tasks if tasks is not None else resolve_tasks(config.tasks, allow_test=config.allow_test)
+        self.tasks = self.tasks[: config.n_tasks]  # sorted by name: the same N for the same tasks
         self._factory = backend_factory
         self._console = console
         self._stop = threading.Event()
