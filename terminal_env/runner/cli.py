@@ -23,6 +23,7 @@ from ..sandbox.cleanup import remove_all
 from ..tasks.build import parse_base_map
 from ..trajectory import Trajectory
 from .config import RunConfig, resolve_tasks
+from .datasets import dataset_tasks
 from .run import Runner
 from .table import print_summary, print_trial
 
@@ -47,10 +48,20 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
+def _tasks_of(args: argparse.Namespace) -> list[str]:
+    """--tasks as given, or the task directories of --dataset NAME@VERSION."""
+    if bool(args.tasks) == bool(args.dataset):
+        raise ConfigError("give the tasks to run: --tasks PATH... or --dataset NAME@VERSION (one of them)")
+    if args.dataset:
+        return [str(p) for p in dataset_tasks(args.dataset, args.registry)]
+    return args.tasks
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    tasks = _tasks_of(args)
     try:
         config = RunConfig(
-            tasks=args.tasks, harness=args.harness, model=args.model, model_options=_model_options(args),
+            tasks=tasks, dataset=args.dataset, harness=args.harness, model=args.model, model_options=_model_options(args),
             attempts=args.attempts, concurrency=args.concurrency, n_tasks=args.n_tasks,
             timeout_multiplier=args.timeout_multiplier, params=_params(args),
             max_turns=args.max_turns, max_steps=args.max_steps, command_timeout=args.command_timeout,
@@ -127,7 +138,11 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 def add_run_parsers(sub: Any) -> None:
     r = sub.add_parser("run", help="score a model on tasks: attempts, concurrency, resumable run directory")
-    r.add_argument("--tasks", nargs="+", required=True,
+    r.add_argument("--dataset", metavar="NAME@VERSION",
+                   help="the tasks of a dataset of the registry file (Harbor's registry.json format)")
+    r.add_argument("--registry", metavar="FILE",
+                   help="the registry file (default $TERMINAL_ENV_REGISTRY, else ./registry.json)")
+    r.add_argument("--tasks", nargs="+",
                    help="task dirs, folders of tasks, bundled task names, or pool[:train|validation|test]")
     r.add_argument("--harness", default="generic", help="generic, terminus, tool-calling, react, or a plugin")
     r.add_argument("--model", required=True,

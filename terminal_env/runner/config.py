@@ -26,6 +26,9 @@ class RunConfig(BaseModel):
         description="Task directories, folders of tasks, names of bundled tasks, or "
         "'pool' / 'pool:train' / 'pool:validation' / 'pool:test'."
     )
+    dataset: str | None = Field(
+        None, description="NAME@VERSION of a registry dataset whose tasks these are (--dataset)."
+    )
     harness: str = "generic"
     harness_options: dict[str, Any] = Field(default_factory=dict)
     model: str = Field(description="Model spec, e.g. openai:NAME, hf:PATH, oracle, nop, replay:FILE.")

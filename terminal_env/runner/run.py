@@ -110,7 +110,8 @@ class Runner:
                 "schema": RUN_SCHEMA, "version": RUN_VERSION, "created": time.time(),
                 "terminal_env_version": __version__, "config": self.config.model_dump(mode="json"),
                 "tasks": [{"name": t.name, "path": str(t.path), "category": t.category,
-                           "difficulty": t.difficulty, "split": t.split, "tests_digest": t.tests_digest}
+                           "difficulty": t.difficulty, "split": t.split, "tests_digest": t.tests_digest,
+                           "environment_digest": t.environment_digest}
                           for t in self.tasks],
             })
         todo = []
@@ -141,11 +142,13 @@ class Runner:
                 f"{self.run_dir} holds a run with a different configuration ({', '.join(diff)} differ); "
                 "resuming it would mix two experiments. Use a new --out directory."
             )
-        old_tasks = {t["name"]: t.get("tests_digest") for t in data.get("tasks", [])}
-        changed = [t.name for t in self.tasks if old_tasks.get(t.name) not in (None, t.tests_digest)]
+        old_tasks = {t["name"]: t for t in data.get("tasks", [])}
+        changed = [f"{kind} of {t.name}" for t in self.tasks for kind, now in
+                   (("the tests", t.tests_digest), ("the environment", t.environment_digest))
+                   if old_tasks.get(t.name, {}).get(f"{kind.split()[-1]}_digest") not in (None, now)]
         if changed:
             raise ConfigError(
-                f"{self.run_dir}: the tests of {', '.join(changed)} changed since this run started; "
+                f"{self.run_dir}: {', '.join(changed)} changed since this run started; "
                 "its results would not be comparable. Use a new --out directory."
             )
 
