@@ -104,3 +104,38 @@ def test_run_a_dataset_and_refuse_to_resume_on_changed_tasks(registry, tmp_path,
     assert "the environment of sum-local changed since this run started" in err and "Traceback" not in err
     assert main(["run", "--model", "oracle", "--out", str(tmp_path / "none")]) != 0
     assert "--tasks PATH... or --dataset NAME@VERSION" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.docker
+def test_leaderboard_runs_pin_everything_and_record_where_they_ran(registry, tmp_path, base_image,
+                                                                   monkeypatch, capsys):
+    from terminal_env.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    base = ["run", "--registry", str(registry), "--model", "oracle", "-k", "1", "--quiet", "--leaderboard"]
+    refusals = {
+        "not pinned to a commit": ["--dataset", "local@1.0"],
+        "--timeout-multiplier 2.0 (a leaderboard run keeps the tasks' own timeouts)":
+            ["--dataset", "mini@1.0", "--timeout-multiplier", "2"],
+        "no --dataset": ["--tasks", str(SUM)],
+    }
+    for message, extra in refusals.items():
+        capsys.readouterr()
+        assert main(base + extra + ["--out", str(tmp_path / "refused")]) != 0
+        assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "refused").exists()  # refused before the run directory is made
+
+    out = tmp_path / "board"
+    assert main(base + ["--dataset", "mini@1.0", "--out", str(out)]) == 0
+    saved = json.loads((out / "run.json").read_text())
+    env = saved["environment"]
+    assert env["engine"]["version"] and env["runtime"] and env["executor"] == "local"
+    assert env["images"]["sum"].startswith("sha256:")
+    atif = json.loads((out / "trials" / "sum" / "1" / "trajectory.atif.json").read_text())
+    assert atif["schema_version"].startswith("ATIF-v1.") and atif["steps"]
+    # a task file changed in the fetched checkout: no leaderboard run on it
+    checkout = Path(saved["config"]["tasks"][0])
+    (checkout / "instruction.md").write_text("easier now\n")
+    capsys.readouterr()
+    assert main(base + ["--dataset", "mini@1.0", "--out", str(tmp_path / "board2")]) != 0
+    assert "were changed since they were fetched (tasks/sum/instruction.md)" in " ".join(capsys.readouterr().err.split())

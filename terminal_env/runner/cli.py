@@ -22,7 +22,7 @@ from ..report import write_report
 from ..sandbox.cleanup import remove_all
 from ..tasks.build import parse_base_map
 from ..trajectory import Trajectory
-from .config import RunConfig, resolve_tasks
+from .config import RunConfig, leaderboard_problems, resolve_tasks
 from .datasets import dataset_tasks
 from .run import Runner
 from .table import print_summary, print_trial
@@ -53,7 +53,7 @@ def _tasks_of(args: argparse.Namespace) -> list[str]:
     if bool(args.tasks) == bool(args.dataset):
         raise ConfigError("give the tasks to run: --tasks PATH... or --dataset NAME@VERSION (one of them)")
     if args.dataset:
-        return [str(p) for p in dataset_tasks(args.dataset, args.registry)]
+        return [str(p) for p in dataset_tasks(args.dataset, args.registry, pinned=args.leaderboard)]
     return args.tasks
 
 
@@ -67,11 +67,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             max_turns=args.max_turns, max_steps=args.max_steps, command_timeout=args.command_timeout,
             episode_timeout=args.episode_timeout, verify_timeout=args.verify_timeout, reward=args.reward,
             infra_retries=args.retries, allow_test=args.allow_test, seed=args.seed,
-            progress=not args.quiet, runtime=args.runtime,
+            progress=not args.quiet, runtime=args.runtime, leaderboard=args.leaderboard,
             base_map=parse_base_map(args.base_map) if args.base_map else None, ca_bundle=args.ca_bundle,
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid run options: {exc}") from None
+    refused = leaderboard_problems(config)
+    if refused:
+        raise ConfigError("--leaderboard refuses " + "; ".join(refused))
 
     harness_class(config.harness)  # an unknown harness fails before anything starts
     out = Path(args.out) if args.out else Path("runs") / (
@@ -142,6 +145,9 @@ def add_run_parsers(sub: Any) -> None:
                    help="the tasks of a dataset of the registry file (Harbor's registry.json format)")
     r.add_argument("--registry", metavar="FILE",
                    help="the registry file (default $TERMINAL_ENV_REGISTRY, else ./registry.json)")
+    r.add_argument("--leaderboard", action="store_true",
+                   help="leaderboard mode: a --dataset pinned in Git, the tasks' own timeouts, the engine, "
+                        "runtime and image digests recorded in run.json, trajectories also in ATIF")
     r.add_argument("--tasks", nargs="+",
                    help="task dirs, folders of tasks, bundled task names, or pool[:train|validation|test]")
     r.add_argument("--harness", default="generic", help="generic, terminus, tool-calling, react, or a plugin")

@@ -59,11 +59,34 @@ class RunConfig(BaseModel):
     )
     infra_retries: int = Field(2, ge=0, le=20)
     allow_test: bool = False
+    leaderboard: bool = Field(
+        False, description="Scores for a leaderboard: a pinned dataset, the tasks' own timeouts, the environment recorded."
+    )
     seed: int = 0
     progress: bool = True
 
     def fingerprint(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude=RESUMABLE_FIELDS)
+
+
+#: what a leaderboard run may not change: options whose non-default values alter what is measured
+LEADERBOARD_FIXED = {
+    "timeout_multiplier": ("--timeout-multiplier", 1.0),
+    "episode_timeout": ("--episode-timeout", None),
+    "verify_timeout": ("--verify-timeout", None),
+    "command_timeout": ("--command-timeout", 180.0),
+}
+
+
+def leaderboard_problems(config: RunConfig) -> list[str]:
+    """Why ``config`` cannot be a leaderboard run (empty when it can)."""
+    if not config.leaderboard:
+        return []
+    out = [f"{flag} {getattr(config, name)} (a leaderboard run keeps the tasks' own timeouts)"
+           for name, (flag, default) in LEADERBOARD_FIXED.items() if getattr(config, name) != default]
+    if config.dataset is None:
+        out.append("no --dataset (a leaderboard run takes a dataset pinned by name and version)")
+    return out
 
 
 def resolve_tasks(specs: list[str], *, allow_test: bool = False) -> list[Any]:

@@ -98,9 +98,11 @@ def find_dataset(datasets: list[Dataset], ref: str, source: str | Path) -> Datas
     return match[0]
 
 
-def dataset_tasks(ref: str, registry: str | Path | None = None, *, cache: Path | None = None) -> list[Path]:
+def dataset_tasks(ref: str, registry: str | Path | None = None, *, cache: Path | None = None,
+                  pinned: bool = False) -> list[Path]:
     """The task directories of dataset ``ref`` (``NAME@VERSION``), Git tasks checked out at
-    their pinned commits under ``cache``."""
+    their pinned commits under ``cache``. ``pinned`` (leaderboard runs) refuses tasks that are
+    not in Git, and checkouts whose files were changed since they were fetched."""
     registry = Path(registry) if registry is not None else default_registry()
     dataset = find_dataset(load_registry(registry), ref, registry)
     if not dataset.tasks:
@@ -110,6 +112,11 @@ def dataset_tasks(ref: str, registry: str | Path | None = None, *, cache: Path |
     for task in dataset.tasks:
         if task.git_url:
             root = checkout(task.git_url, task.git_commit_id, cache, what=f"task {task.name!r} of {ref}")
+            if pinned:
+                _require_clean(root, f"task {task.name!r} of {ref}")
+        elif pinned:
+            raise ConfigError(f"--leaderboard: task {task.name!r} of {ref} is not pinned to a commit "
+                              f"(no git_url in {registry}); a leaderboard run takes tasks from Git")
         else:
             root = registry.resolve().parent
         path = (root / task.path).resolve()
@@ -121,6 +128,16 @@ def dataset_tasks(ref: str, registry: str | Path | None = None, *, cache: Path |
                               "(no task.toml or task.yaml); fix its path")
         paths.append(path)
     return paths
+
+
+def _require_clean(root: Path, what: str) -> None:
+    res = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
+                         capture_output=True, text=True)
+    changed = [line[3:] for line in res.stdout.splitlines() if line[3:] != ".terminal-env-complete"]
+    if res.returncode != 0 or changed:
+        raise ConfigError(f"--leaderboard: the files of {what} were changed since they were fetched "
+                          f"({', '.join(changed[:5]) or res.stderr.strip()[-200:]}); delete {root} to fetch "
+                          "them again")
 
 
 def checkout(url: str, commit: str | None, cache: Path, *, what: str) -> Path:

@@ -30,6 +30,8 @@ from ..protocols import Executor
 from ..sandbox.engine import get_client, require_runtimes
 from ..scale.cluster import RayRollouts, backend_ref, probe, require_ray
 from ..scale.executor import LocalExecutor, TrialJob
+from ..tasks.build import build_image
+from ..trajectory import Trajectory
 from ..trial import TrialOutcome, TrialSpec
 from .config import RunConfig, resolve_tasks
 from .progress import RunProgress
@@ -106,14 +108,17 @@ class Runner:
             self._check_resume(manifest)
         else:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            write_json_atomic(manifest, {
+            record = {
                 "schema": RUN_SCHEMA, "version": RUN_VERSION, "created": time.time(),
                 "terminal_env_version": __version__, "config": self.config.model_dump(mode="json"),
                 "tasks": [{"name": t.name, "path": str(t.path), "category": t.category,
                            "difficulty": t.difficulty, "split": t.split, "tests_digest": t.tests_digest,
                            "environment_digest": t.environment_digest}
                           for t in self.tasks],
-            })
+            }
+            if self.config.leaderboard:
+                record["environment"] = self._environment()
+            write_json_atomic(manifest, record)
         todo = []
         for t in self.tasks:
             for attempt in range(1, self.config.attempts + 1):
@@ -151,6 +156,23 @@ class Runner:
                 f"{self.run_dir}: {', '.join(changed)} changed since this run started; "
                 "its results would not be comparable. Use a new --out directory."
             )
+
+    def _environment(self) -> dict[str, Any]:
+        """What a leaderboard entry must say about where it ran: the engine, the runtime, and
+        each task's image (built now, by this host's engine) by id."""
+        client = self.client or get_client()
+        version, info = client.version(), client.info()
+        images = {t.name: client.api.inspect_image(build_image(
+            t, client, base_map=self.config.base_map, ca_bundle=self.config.ca_bundle, log=lambda _: None))["Id"]
+            for t in self.tasks}
+        return {
+            "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
+                       "os": info.get("OperatingSystem"), "kernel": info.get("KernelVersion"),
+                       "cpus": info.get("NCPU"), "memory_bytes": info.get("MemTotal")},
+            "runtime": self.config.runtime or info.get("DefaultRuntime"),
+            "images": images,
+            "executor": f"ray {self.ray_address}" if self.ray_address else "local",
+        }
 
     # ------------------------------------------------------------------ running
     def run(self) -> dict[str, Any]:
@@ -241,6 +263,8 @@ class Runner:
             # so it is not recorded as finished and a resumed run plays it again
             raise ConfigError("run stopped")
         result.tries, result.finished = tries, time.time()
+        if self.config.leaderboard and (tdir / "trajectory.json").exists():
+            write_json_atomic(tdir / "trajectory.atif.json", Trajectory.load(tdir / "trajectory.json").to_atif())
         write_json_atomic(tdir / "result.json", result.model_dump(mode="json"))
         return result
 
