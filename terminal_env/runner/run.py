@@ -26,11 +26,11 @@ from .. import __version__
 from ..errors import ConfigError
 from ..fileio import write_json_atomic
 from ..metrics import summarize
+from ..prepare import prepare_task
 from ..protocols import Executor
 from ..sandbox.engine import get_client, require_runtimes
 from ..scale.cluster import RayRollouts, backend_ref, probe, require_ray
 from ..scale.executor import LocalExecutor, TrialJob
-from ..tasks.build import build_image
 from ..trajectory import Trajectory
 from ..trial import TrialOutcome, TrialSpec
 from .config import RunConfig, resolve_tasks
@@ -162,9 +162,9 @@ class Runner:
         each task's image (built now, by this host's engine) by id."""
         client = self.client or get_client()
         version, info = client.version(), client.info()
-        images = {t.name: client.api.inspect_image(build_image(
-            t, client, base_map=self.config.base_map, ca_bundle=self.config.ca_bundle, log=lambda _: None))["Id"]
-            for t in self.tasks}
+        build = {"base_map": self.config.base_map, "ca_bundle": self.config.ca_bundle, "log": lambda _: None}
+        images = {t.name: client.api.inspect_image(prepare_task(t, build=build, client=client).spec.image)["Id"]
+                  for t in self.tasks}
         return {
             "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
                        "os": info.get("OperatingSystem"), "kernel": info.get("KernelVersion"),
