@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC strings (ESC P/X/^/_ ... ST),
 # and two-byte escapes (ESC followed by one char, including charset selections like ESC ( B).
+# A control string never spans a line here: one left open by binary output (`cat` of a binary
+# file) would otherwise swallow all the output after it, the command's own included.
 _ANSI_RE = re.compile(
     r"""
     \x1b\[[0-?]*[ -/]*[@-~]          # CSI
   | \x9b[0-?]*[ -/]*[@-~]            # 8-bit CSI
-  | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?   # OSC, terminated by BEL or ST (or cut off)
-  | \x1b[PX^_][^\x1b]*(?:\x1b\\)?    # DCS / SOS / PM / APC
+  | \x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?   # OSC, terminated by BEL or ST (or cut off)
+  | \x1b[PX^_][^\x1b\n]*(?:\x1b\\)?    # DCS / SOS / PM / APC
   | \x1b[()*+][0-9A-Za-z]            # charset designation
   | \x1b[ -/]*[0-~]                  # other escapes (ESC =, ESC >, ESC 7, ESC c ...)
     """,
@@ -38,6 +40,8 @@ def strip_ansi(text: str) -> str:
 
     >>> strip_ansi("\x1b[1;31mred\x1b[0m plain \x1b]0;title\x07done")
     'red plain done'
+    >>> strip_ansi("binary\x1bPgarbage never closed\nend\n")  # a string left open ends at the line
+    'binary\nend\n'
     """
     return _ANSI_RE.sub("", text)
 
