@@ -64,11 +64,12 @@ def one_per_category(paths, n: int) -> list:
 @pytest.mark.parametrize("path", one_per_category(PATHS, 8), ids=lambda p: p.name)
 def test_quality_gate_under_gvisor_on_eight_categories(path, runsc):
     """The hardened mode scores tasks: under runsc the oracle passes, the nop fails, the
-    snooping agent finds nothing and the rewrite and constant probes hold, on one task of each of
-    eight categories (a second build, the instance probe, does not depend on the runtime)."""
-    row = check_task(path, runtime=runsc, probes=("rewrite", "constant"))
+    snooping agent finds nothing and the rewrite probe (which rewrites files through the engine)
+    holds, on one task of each of eight categories. The constant and instance probes do not
+    depend on the runtime; the fixed sample above runs them."""
+    row = check_task(path, runtime=runsc, probes=("rewrite",))
     assert row.ok, row.reason
-    assert row.rewrite != "-" and row.constant != "-" and row.instance == "-"
+    assert row.rewrite != "-" and row.constant == "-" and row.instance == "-"
 
 
 def _twin(root, name: str, split: str, instruction: str, data: str | None = None):
