@@ -19,6 +19,7 @@ asserts that the hole is closed (what the attack earned before the fix is noted 
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 from scripted import POOL, play  # tests/scripted.py
@@ -66,7 +67,9 @@ EOF"""
 
 def test_log_forensics_rewritten_logs_earn_nothing(base_image):
     # before the fix: reward 1.0, outcome passed, 5/5 checks
-    reward, result = play("lh-log-forensics", [FAKE_LOGS])
+    seen: list[str] = []
+    reward, result = play("lh-log-forensics", [FAKE_LOGS], seen=seen)
+    assert "forged" in seen[0], seen[0]  # the logs were replaced and the outputs written
     assert result.outcome.value == "failed", (result.outcome, result.message)
     assert reward < 0.2 and not result.strict_success
     assert not any(c.passed for c in result.checks), [(c.name, c.passed) for c in result.checks]
@@ -75,8 +78,10 @@ def test_log_forensics_rewritten_logs_earn_nothing(base_image):
 # ------------------------------------------------------------------------ git-bisect-median
 def test_git_bisect_constant_head_answer_earns_nothing(base_image):
     # before the fix: reward 0.4, outcome partial (the format and clean-repository checks)
-    constant = "cd /app/stats && git rev-parse HEAD > /app/first_bad.txt"
-    reward, result = play("git-bisect-median", [constant])
+    constant = "cd /app/stats && git rev-parse HEAD > /app/first_bad.txt && cat /app/first_bad.txt"
+    seen: list[str] = []
+    reward, result = play("git-bisect-median", [constant], seen=seen)
+    assert re.search(r"^[0-9a-f]{40}$", seen[0], re.M), seen[0]  # the constant answer is in place
     assert reward <= 0.1 and not result.strict_success, (reward, result.checks)
     assert result.outcome.value == "failed", (result.outcome, result.message)
 
@@ -91,7 +96,9 @@ REWRITE_MAIN = r"""cd /app/stats && git reset -q --hard v1.0 \
 
 def test_git_bisect_rewritten_history_fails(base_image):
     # before the fix: reward 1.0, outcome passed (the tests bisected the rewritten main)
-    reward, result = play("git-bisect-median", [REWRITE_MAIN])
+    seen: list[str] = []
+    reward, result = play("git-bisect-median", [REWRITE_MAIN], seen=seen)
+    assert "median: integer halves" in seen[0], seen[0]  # main was rebuilt, the new commit on top
     assert result.outcome.value == "failed", (result.outcome, result.message)
     assert reward <= 0.1 and not result.strict_success, (reward, result.checks)
 

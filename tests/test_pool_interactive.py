@@ -27,6 +27,8 @@ terminal is still required, but the records can be forged.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from scripted import play  # tests/scripted.py
 
@@ -95,14 +97,18 @@ EOF"""
 
 def test_piping_answers_into_the_wizard_fails(base_image):
     # before the fix: reward 1.00, passed
-    reward, result = play("ia-setup-wizard", [WIZARD_PIPE])
+    seen: list[str] = []
+    reward, result = play("ia-setup-wizard", [WIZARD_PIPE], seen=seen)
+    assert "reads its answers from a terminal" in seen[0], seen[0]  # the pipe reached the wizard
     assert not result.strict_success
     assert reward == 0.0
 
 
 def test_forging_the_wizard_output_fails(base_image):
     # before the fix: reward 1.00, passed
-    reward, result = play("ia-setup-wizard", [WIZARD_FORGE])
+    seen: list[str] = []
+    reward, result = play("ia-setup-wizard", [WIZARD_FORGE], seen=seen)
+    assert "signed with" in seen[0], seen[0]  # the forged, signed files were written
     assert not result.strict_success
     assert reward == 0.0
 
@@ -183,7 +189,9 @@ cat /app/data/audit.log""".replace("ANSWER", answer)
 
 def test_forging_the_review_records_fails(base_image):
     # before the fix: reward 1.00, passed
-    reward, result = play("ia-access-review", [ACCESS_FORGE])
+    seen: list[str] = []
+    reward, result = play("ia-access-review", [ACCESS_FORGE], seen=seen)
+    assert re.search(r"forged [1-9]\d* entries", seen[0]), seen[0]  # the records were written
     assert not result.strict_success
     assert reward == 0.0
 
@@ -191,6 +199,10 @@ def test_forging_the_review_records_fails(base_image):
 @pytest.mark.parametrize("answer", ["a", "d"], ids=["approve-all", "deny-all"])
 def test_a_constant_policy_through_the_tool_scores_nothing(answer, base_image):
     # before the fix: approve-all 0.50, deny-all 0.50 (partial)
-    reward, result = play("ia-access-review", [access_driver(answer)])
+    seen: list[str] = []
+    reward, result = play("ia-access-review", [access_driver(answer)], seen=seen)
+    word = {"a": "approved", "d": "denied"}[answer]
+    recorded = re.findall(r"^\d+ REQ-\d+ (\w+) code=", seen[0], re.M)  # the tool's audit log
+    assert recorded and set(recorded) == {word}, seen[0][-500:]  # every decision recorded, the same
     assert not result.strict_success
     assert reward <= 0.1
