@@ -25,7 +25,7 @@ from ..sandbox.images import image_exists
 from .build import build_image, image_tag, parse_base_map
 from .check import PROBES, check_task, sample_paths
 from .load import find_tasks, load_task, read_task, validate
-from .pool import SPLITS, load_pool, pool_dir
+from .pool import similarity_background
 from .schema import Problem
 from .similarity import THRESHOLD as SIMILARITY_THRESHOLD
 from .similarity import similar_pairs
@@ -185,9 +185,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
     tasks = [load_task(p) for p in find_tasks(args.paths)]
     if len(tasks) < 2:
         raise ConfigError(f"need at least two tasks under {' '.join(args.paths)} to compare")
-    bundled = {t.path.resolve() for t in tasks} >= {p.resolve() for p in find_tasks([pool_dir()])}
-    background = [] if bundled else load_pool(splits=SPLITS, allow_test=True)
-    pairs = similar_pairs(tasks, cross_split_only=not args.all, background=background)
+    pairs = similar_pairs(tasks, cross_split_only=not args.all, background=similarity_background(tasks))
     over = [p for p in pairs if p.cross_split and p.score >= args.threshold]
     shown = pairs[: max(args.top, len(over))]
     table = Table(title=f"{'all' if args.all else 'cross-split'} pairs of {len(tasks)} tasks, most "

@@ -54,6 +54,16 @@ def load_pool(
     return sorted((t for t in tasks if t.split in splits), key=lambda t: t.name)
 
 
+def similarity_background(tasks: Iterable[Task]) -> list[Task]:
+    """The tasks whose word frequencies :func:`.similarity.similar_pairs` should count besides
+    ``tasks``: the bundled pool, unless ``tasks`` already hold all of it (a handful of tasks alone
+    would make every shared word look common)."""
+    given = {t.path.resolve() for t in tasks}
+    if given >= {p.resolve() for p in find_tasks([pool_dir()])}:
+        return []
+    return load_pool(splits=SPLITS, allow_test=True)
+
+
 def pool_problems(root: str | Path | None = None, *, threshold: float = THRESHOLD) -> list[Problem]:
     """Pool-level rules: a split for every task, families within one split, no theme across
     splits (similarity below ``threshold``), the canary."""
@@ -80,9 +90,7 @@ def pool_problems(root: str | Path | None = None, *, threshold: float = THRESHOL
                         f"family {family!r} spans several splits: {sorted(members)}; keep a "
                         "family's near-variants in one split", "error")
             )
-    # word frequencies over the bundled pool too, so a small pool is judged on the same scale
-    background = [] if root.resolve() == pool_dir().resolve() else load_pool(allow_test=True, splits=SPLITS)
-    for pair in similar_pairs(tasks, threshold=threshold, background=background):
+    for pair in similar_pairs(tasks, threshold=threshold, background=similarity_background(tasks)):
         if family_of[pair.a] == family_of[pair.b]:
             continue  # one family across splits is reported above, once
         problems.append(
