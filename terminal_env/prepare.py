@@ -31,6 +31,7 @@ from .errors import ConfigError
 from .task import TaskSpec
 from .tasks import Task, load_task
 from .tasks.build import CA_PATH, BuildSettings, build_image, ca_env
+from .tasks.compose import prepare_services
 from .verify.runner import ProtectedVerifier
 
 #: what ``build_options`` may hold (the arguments of :func:`~terminal_env.tasks.build.build_image`)
@@ -86,6 +87,16 @@ def prepare_task(
     image = build_image(task, client=client, **{**options, "base_map": settings.base_map,
                                                 "ca_bundle": settings.ca_bundle})
     spec = task.to_spec(image)
+    if task.compose_file is not None:  # the other services of a multi-container task
+        stack, agent = prepare_services(task, image, settings=settings, client=client,
+                                        log=options.get("log", print), force=options.get("force", False))
+        spec = spec.model_copy(update={
+            "services": stack,
+            "env": {**agent.agent_env, **spec.env},
+            "workdir": agent.agent_workdir or spec.workdir,
+            "user": spec.user or agent.agent_user,
+            "metadata": {**spec.metadata, "compose_notes": agent.notes},
+        })
     if settings.ca_bundle and spec.network:
         # Sandboxes with network trust the host's CA bundle too (TLS-intercepting proxies).
         spec = spec.model_copy(update={

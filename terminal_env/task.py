@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError
 
 from .errors import ConfigError
 from .sandbox import SandboxConfig, SandboxLimits
+from .sandbox.stack import StackSpec
 
 DEFAULT_IMAGE = "terminal-env/base:bookworm-1"
 
@@ -31,6 +32,8 @@ class TaskSpec(SandboxLimits):
     #: shell commands run as root before the episode starts (not shown to the agent)
     setup: list[str] = Field(default_factory=list)
     setup_timeout: float = Field(300, gt=0)
+    #: the task's other services (a multi-container task), started around the agent's container
+    services: StackSpec | None = None
     #: anything else a loader wants to carry along (category, difficulty, split, paths, ...)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -47,6 +50,7 @@ class TaskSpec(SandboxLimits):
             user=self.user,
             run_id=run_id,
             task=self.name,
+            services=self.services,
         )
 
     @classmethod

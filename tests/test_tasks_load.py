@@ -213,12 +213,26 @@ def test_tb1_bad_yaml_names_the_line(tmp_path):
     assert "invalid YAML (line" in p.message
 
 
-def test_tb1_multi_service_compose_is_unsupported(tmp_path):
+def test_tb1_multi_service_compose_runs_the_others_around_client(tmp_path):
+    """Terminal-Bench's agent container is `client`; more services make a multi-container task
+    (started by tasks.compose), and the compose file is part of the environment's digest."""
     d = copy_task("tb1-grep", tmp_path)
+    before = load_task(d)
+    assert before.compose_file is None
     with open(d / "docker-compose.yaml", "a") as f:
         f.write("  db:\n    image: postgres:16\n")
+    task = load_task(d)
+    assert task.compose_file == d / "docker-compose.yaml"
+    assert task.environment_digest != before.environment_digest
+    assert task.env == before.env and task.dockerfile == before.dockerfile
+
+
+def test_tb1_services_without_client_are_an_error(tmp_path):
+    d = copy_task("tb1-grep", tmp_path)
+    text = (d / "docker-compose.yaml").read_text()
+    (d / "docker-compose.yaml").write_text(text.replace("client:", "agent:") + "  db:\n    image: x\n")
     p = find(problems_of(d), "docker-compose.yaml", "services")
-    assert "multi-container" in p.message and "client, db" in p.message
+    assert "none is `client`" in p.message
 
 
 def test_tb1_without_compose_is_a_warning(tmp_path):
@@ -336,11 +350,9 @@ def test_unsupported_features_are_errors(tmp_path):
     d = copy_task("harbor-sum", tmp_path)
     edit(d / "task.toml", "[environment]\n", '[environment]\nos = "windows"\n')
     (d / "task.toml").write_text((d / "task.toml").read_text() + '\n[[steps]]\nname = "one"\n')
-    (d / "environment" / "docker-compose.yaml").write_text("services: {}\n")
     problems = problems_of(d)
     find(problems, "task.toml", "environment.os")
     find(problems, "task.toml", "steps")
-    find(problems, "environment/docker-compose.yaml", "")
 
 
 def test_a_docker_compose_yml_in_the_environment_is_build_context(tmp_path):
@@ -350,9 +362,10 @@ def test_a_docker_compose_yml_in_the_environment_is_build_context(tmp_path):
     (d / "environment" / "docker-compose.yml").write_text("services:\n  web:\n    image: nginx\n")
     task = load_task(d)
     assert "docker-compose.yml" in task.environment_files() and task.warnings == []
-    (d / "environment" / "docker-compose.yaml").write_text("services: {main: {build: .}}\n")
-    p = find(problems_of(d), "environment/docker-compose.yaml", "")
-    assert "docker-compose.yml is build context" in p.message
+    assert task.compose_file is None
+    (d / "environment" / "docker-compose.yaml").write_text("services: {main: {}}\n")
+    task = load_task(d)
+    assert task.compose_file == d / "environment" / "docker-compose.yaml"
 
 
 def test_prebuilt_docker_image_needs_no_dockerfile(tmp_path):

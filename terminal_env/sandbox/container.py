@@ -41,6 +41,7 @@ from .disk import DiskGuard
 from .dockerio import AttachSocket, ExecSocket
 from .engine import get_client, require_runtimes
 from .runtimes import Runtime, runtime_of
+from .stack import ServiceStack, StackSpec
 
 #: what follows the first shell's death marker prefix (its token): the shell's exit status
 _DEATH_TAIL = re.compile(rb"(\d+)\x1f")
@@ -163,6 +164,18 @@ class SandboxConfig(SandboxLimits):
         ),
     )
 
+    services: StackSpec | None = Field(
+        None,
+        description=(
+            "The task's other services (a multi-container task): started by the compose tool on "
+            "networks of the episode's own before this container, which joins them; removed with it."
+        ),
+    )
+    networks: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Existing engine networks to join, {name: aliases} (e.g. another sandbox's services).",
+    )
+
     @field_validator("workdir")
     @classmethod
     def _absolute(cls, v: str | None) -> str | None:
@@ -223,6 +236,8 @@ class Sandbox:
         self._oom_file: str | None = None  # the memory cgroup file with its oom_kill count
         self._runtime: Runtime | None = None
         self._started_wall: float | None = None  # time.time() when the container was started
+        #: the task's other services (None for a single-container task)
+        self.stack: ServiceStack | None = None
 
     @property
     def runtime(self) -> Runtime:
@@ -262,7 +277,13 @@ class Sandbox:
             # nodes are refused by the device cgroup anyway; raw sockets need a network).
             cap_drop=["MKNOD", "NET_RAW"],
         )
-        if not cfg.network:
+        networks = dict(cfg.networks)
+        if cfg.services is not None:
+            networks.update(self._start_stack(labels))
+        if networks:
+            first = next(iter(networks))
+            host["network_mode"] = first
+        elif not cfg.network:
             host["network_mode"] = "none"
         if cfg.runtime:
             host["runtime"] = cfg.runtime
@@ -299,16 +320,21 @@ class Sandbox:
             runtime_hint = (
                 f" Is the runtime {cfg.runtime!r} registered in the engine's daemon.json?"
             )
+        if networks:
+            create["networking_config"] = api.create_networking_config(
+                {first: api.create_endpoint_config(aliases=networks[first] or None)})
         t0 = time.perf_counter()
         try:
             cid = api.create_container(host_config=api.create_host_config(**host), **create)["Id"]
         except docker.errors.ImageNotFound:
+            self._stop_stack()
             raise ImageNotFoundError(
                 f"image {cfg.image!r} is not in the local Docker engine and nothing is pulled. "
                 "Build it (`docker build -t ...`) or, for the project's base image, run "
                 "`terminal-env images bootstrap`."
             ) from None
         except docker.errors.APIError as exc:
+            self._stop_stack()
             text = str(exc.explanation or exc)
             if cfg.runtime and "runtime" in text.lower():
                 require_runtimes(self.client, [cfg.runtime])  # a ConfigError naming what to do
@@ -320,6 +346,12 @@ class Sandbox:
         self.container = self.client.containers.prepare_model({"Id": cid, "Name": f"/{self.name}"})
         # Registered before start: if start fails or we are killed now, cleanup still finds it.
         cleanup.register(self)
+        for name, aliases in list(networks.items())[1:]:
+            try:
+                api.connect_container_to_network(cid, name, aliases=aliases or None)
+            except docker.errors.APIError as exc:
+                self.remove()
+                raise SandboxError(f"could not join network {name!r}: {exc.explanation or exc}") from None
         if attach:
             # Attached before start (like `docker start -a`): no output of the shell is missed,
             # including the marker of a shell that could not even start.
@@ -353,6 +385,33 @@ class Sandbox:
         if cfg.storage_mb:
             self.disk = DiskGuard(self, cfg.storage_mb).start()
         return self
+
+    def _start_stack(self, labels: dict[str, str]) -> dict[str, list[str]]:
+        """Start the task's other services; {network: aliases} for this container to join."""
+        cfg = self.config
+        assert cfg.services is not None
+        if not self.runtime.bridge_networks:
+            raise ConfigError(
+                f"task {cfg.task!r} has services ({cfg.services.source}), which talk over a network, "
+                f"and sandboxes under {self.runtime.name} have loopback only here (it is registered "
+                "with --network=none); run this task under runc (no --runtime)")
+        project = re.sub(r"[^a-z0-9_-]", "-", self.name.lower())
+        self.stack = ServiceStack(
+            cfg.services, project=project, labels=labels, cpus=cfg.cpus, memory_mb=cfg.memory_mb,
+            pids_limit=cfg.pids_limit, network=cfg.network, client=self.client)
+        cleanup.register(self)  # the services are removed however this process ends
+        try:
+            self.stack.up()
+        except BaseException:
+            self._stop_stack()
+            raise
+        return self.stack.agent_networks()
+
+    def _stop_stack(self) -> None:
+        if self.stack is not None:
+            self.stack.down()
+        if self.container is None:
+            cleanup.unregister(self)
 
     @property
     def disk_exceeded(self) -> bool:
@@ -483,8 +542,10 @@ class Sandbox:
                 pass
 
     def remove(self) -> None:
-        """Remove the container (idempotent, never raises for a container already gone)."""
+        """Remove the container and the task's services (idempotent, never raises for a
+        container already gone)."""
         if self.container is None or self._removed:
+            self._stop_stack()
             return
         self._removed = True
         if self.disk is not None:
@@ -510,6 +571,7 @@ class Sandbox:
                 f"({type(exc).__name__}). It is retried when this process exits; once the engine "
                 "answers again, `terminal-env gc` removes it too."
             ) from None
+        self._stop_stack()
 
     close = remove
 

@@ -88,6 +88,9 @@ class Runtime:
     #: host tasks the runtime may need per process of the sandbox (1: the sandbox's processes
     #: are the host's); see :meth:`process_limits`
     host_tasks_per_process: int = 1
+    #: containers can join bridge networks (runsc is registered with ``--network=none`` here,
+    #: without which it does not start in this nested setup: its sandboxes have loopback only)
+    bridge_networks: bool = True
 
     def mounts(self) -> dict[str, str]:
         """{path in the sandbox: host file} of the read-only files this runtime's sandboxes get
@@ -147,7 +150,7 @@ class Runtime:
 RUNC = Runtime("runc")
 RUNSC = Runtime(
     "runsc", host_processes=False, address_space_limit=True, statx_fix=True, host_tasks_per_process=32,
-    init_killable_from_inside=True,
+    init_killable_from_inside=True, bridge_networks=False,
 )
 _KNOWN = {"runc": RUNC, "crun": Runtime("crun"), "runsc": RUNSC}
 

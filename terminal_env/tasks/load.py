@@ -253,13 +253,12 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
     docker_image = env_cfg.docker_image if env_cfg else None
     env_dir = path / "environment"
     dockerfile: Path | None = env_dir / "Dockerfile"
-    # As in Harbor, only environment/docker-compose.yaml describes the environment; any other
-    # file there (a docker-compose.yml the task asks the agent to repair) is build context.
-    if (env_dir / "docker-compose.yaml").is_file():
-        problems.error(env_dir / "docker-compose.yaml", "",
-                       "multi-container environments (Harbor's environment/docker-compose.yaml) "
-                       "are not supported here yet; use one Dockerfile (a file named "
-                       "docker-compose.yml is build context and is fine)")
+    # As in Harbor, only environment/docker-compose.yaml describes the environment (its `main`
+    # is the agent's container, built from environment/Dockerfile); any other file there (a
+    # docker-compose.yml the task asks the agent to repair) is build context.
+    compose_file: Path | None = env_dir / "docker-compose.yaml"
+    if not compose_file.is_file():  # type: ignore[union-attr]
+        compose_file = None
     if not (env_dir / "Dockerfile").is_file():
         if docker_image:
             dockerfile = None
@@ -336,6 +335,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         environment_dir=env_dir,
         dockerfile=dockerfile,
         docker_image=docker_image,
+        compose_file=compose_file,
         tests_dir=tests_dir,
         test_command=["bash", "/tests/test.sh"],
         result_format="harbor",

@@ -40,11 +40,14 @@ def tree_files(root: Path, *, exclude: tuple[str, ...] = ()) -> dict[str, Path]:
 
 
 def environment_digest(
-    context: Path, excludes: tuple[str, ...], dockerfile: Path | None, docker_image: str | None
+    context: Path, excludes: tuple[str, ...], dockerfile: Path | None, docker_image: str | None,
+    compose_file: Path | None = None,
 ) -> str:
     """What decides the bytes of a task's image: the build context, the Dockerfile (wherever it
-    is), or the name of the prebuilt image."""
+    is), or the name of the prebuilt image; and the compose file of its other services."""
     files: dict[str, Path | bytes] = dict(tree_files(context, exclude=excludes))
+    if compose_file is not None:
+        files["\0compose"] = compose_file.read_bytes() if compose_file.is_file() else b""
     if dockerfile is not None:
         files["\0dockerfile"] = dockerfile.read_bytes() if dockerfile.is_file() else b""
     if docker_image is not None:
@@ -88,6 +91,8 @@ class Task(BaseModel):
     dockerfile: Path | None  # None when the task names a prebuilt `docker_image`
     docker_image: str | None = None
     context_excludes: tuple[str, ...] = ()  # top-level names of the context not sent to builds
+    #: the compose file of a multi-container environment (its other services: tasks.compose)
+    compose_file: Path | None = None
     # the verifier
     tests_dir: Path
     test_command: list[str]

@@ -138,7 +138,7 @@ def _is_file(path: Path) -> bool:
 def _compose(path: Path, problems: Problems) -> dict[str, Any]:
     """context, dockerfile, env, workdir, image of the compose file's single service."""
     result: dict[str, Any] = {"context": path, "dockerfile": "Dockerfile", "env": {},
-                              "workdir": None, "image": None}
+                              "workdir": None, "image": None, "compose": None}
     file = next((path / n for n in ("docker-compose.yaml", "docker-compose.yml")
                  if (path / n).is_file()), None)
     if file is None:
@@ -153,10 +153,16 @@ def _compose(path: Path, problems: Problems) -> dict[str, Any]:
         problems.error(file, "services", "expected one service (Terminal-Bench's `client`)")
         return result
     if len(services) > 1:
-        problems.error(file, "services", f"{len(services)} services ({', '.join(map(str, services))}): "
-                       "multi-container tasks are not supported here; keep only the client")
-        return result
-    name, svc = next(iter(services.items()))
+        # The other services run around the agent's `client` (tasks.compose reads them).
+        if "client" not in services:
+            problems.error(file, "services", f"{len(services)} services "
+                           f"({', '.join(map(str, services))}) and none is `client`, the agent's; "
+                           "name the agent's service `client`")
+            return result
+        result["compose"] = file
+        name, svc = "client", services["client"]
+    else:
+        name, svc = next(iter(services.items()))
     svc = svc if isinstance(svc, dict) else {}
     build = svc.get("build")
     if isinstance(build, str):
@@ -270,6 +276,7 @@ def read_tb1(path: Path, problems: Problems) -> Task | None:
         environment_dir=context,
         dockerfile=dockerfile,
         docker_image=compose["image"] if dockerfile is None else None,
+        compose_file=compose["compose"],
         context_excludes=excludes,
         tests_dir=path / "tests",
         test_command=["bash", "/tests/run-tests.sh"],
@@ -288,7 +295,8 @@ def read_tb1(path: Path, problems: Problems) -> Task | None:
         workdir=workdir or "/app",
         metadata=metadata,
         tests_digest=files_digest(dict(tests)),
-        environment_digest=environment_digest(context, excludes, dockerfile, compose["image"]),
+        environment_digest=environment_digest(context, excludes, dockerfile, compose["image"],
+                                              compose["compose"]),
         warnings=problems.warnings,
         split=ours["split"], category=ours["category"], difficulty=ours["difficulty"],
         canary=ours["canary"], tags=ours["tags"],

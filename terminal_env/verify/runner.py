@@ -235,6 +235,9 @@ class ProtectedVerifier:
                 pids_limit=cfg.pids_limit, network=False, workdir=cfg.workdir,
                 env=dict(cfg.env), runtime=cfg.runtime, run_id=cfg.run_id,
                 task=f"{cfg.task}-verify", first_shell="exec",
+                # the agent's services, still up: the tests may ask them
+                networks={name: [] for name in (agent_box.stack.agent_networks()
+                                                if agent_box.stack else {})},
             ),
             client=agent_box.client,
         )
@@ -253,10 +256,15 @@ class ProtectedVerifier:
 
     @staticmethod
     def _disconnect_networks(sandbox: Sandbox) -> None:
+        """Tests run cut off from every network but those of the task's own services (which
+        the tests may ask about what the agent did)."""
+        keep = {"none", "host", *sandbox.config.networks}
+        if sandbox.stack is not None:
+            keep |= set(sandbox.stack.agent_networks())
         sandbox.container.reload()
         networks = sandbox.container.attrs.get("NetworkSettings", {}).get("Networks", {}) or {}
         for name in networks:
-            if name not in ("none", "host"):
+            if name not in keep:
                 sandbox.client.api.disconnect_container_from_network(sandbox.id, name, force=True)
 
 
