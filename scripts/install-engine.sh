@@ -106,9 +106,36 @@ PY
     die "dockerd did not take runsc from $DAEMON_JSON after a reload; see $LOG"
 }
 
+# Multi-container tasks (terminal_env/sandbox/stack.py): the compose tool starts a task's services
+# (Debian's docker-compose), and one firewall rule keeps containers on the stacks' internal bridges
+# (all named te-*) off this host, which they would otherwise reach through the bridge's own
+# address. The rule must equal FIREWALL_RULE in terminal_env/sandbox/stack.py (a test checks).
+FIREWALL_RULE=(INPUT -i te-+ -j DROP)
+
+setup_stacks() {
+    [ "$(id -u)" -eq 0 ] || return 0
+    [ -z "${DOCKER_HOST:-}" ] || [ "${DOCKER_HOST}" = "unix:///var/run/docker.sock" ] || return 0
+    if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1 \
+            && command -v apt-get >/dev/null; then
+        has_compose() { apt-cache policy docker-compose 2>/dev/null | grep -q 'Candidate: [0-9]'; }
+        has_compose || apt-get update -qq || true
+        if has_compose; then
+            say "installing docker-compose (apt-get) for multi-container tasks"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                docker-compose >/dev/null || say "could not install docker-compose"
+        else
+            say "no docker-compose package here: multi-container tasks will not run"
+        fi
+    fi
+    if command -v iptables >/dev/null && ! iptables -C "${FIREWALL_RULE[@]}" 2>/dev/null; then
+        iptables -I "${FIREWALL_RULE[@]}" || say "could not add: iptables -I ${FIREWALL_RULE[*]}"
+    fi
+}
+
 # Fast path: everything is already there.
 if command -v dockerd >/dev/null && command -v debootstrap >/dev/null && engine_up; then
     setup_runsc
+    setup_stacks
     exit 0
 fi
 
@@ -134,6 +161,7 @@ fi
 # ---- the daemon -----------------------------------------------------------------------------
 if engine_up; then
     setup_runsc
+    setup_stacks
     exit 0
 fi
 
@@ -159,6 +187,7 @@ for _ in $(seq 1 "$WAIT"); do
     if engine_up; then
         say "engine is up"
         setup_runsc
+        setup_stacks
         exit 0
     fi
     sleep 1

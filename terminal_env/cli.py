@@ -117,11 +117,11 @@ def cmd_gc(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records, indent=2))
         return 0
-    table = Table(title=f"terminal-env gc: {len(records)} container(s) of this project")
-    for col in ("name", "task", "owner_pid", "action"):
+    table = Table(title=f"terminal-env gc: {len(records)} container(s), network(s) and volume(s) of this project")
+    for col in ("kind", "name", "task", "owner_pid", "action"):
         table.add_column(col)
     for r in records:
-        table.add_row(r["name"], r["task"], r["owner_pid"], r["action"])
+        table.add_row(r["kind"], r["name"], r["task"], r["owner_pid"], r["action"])
     console.print(table)
     return 0
 

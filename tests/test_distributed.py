@@ -214,6 +214,27 @@ def test_rollouts_land_on_both_nodes(cluster, client):
         assert containers_of(client, w["pid"]) == []
 
 
+def test_a_multi_container_task_on_ray_workers_with_warm_pools(cluster, client):
+    """Each episode's services start with its sandbox on the worker (warm ones included), the
+    tests ask them, and nothing of any stack is left once the pool closes."""
+    compose = str(ROOT / "tests/data/tasks/harbor-compose")
+
+    async def main():
+        async with RolloutPool(ray_address=cluster.address, max_concurrency=2, warm=1) as pool:
+            workers = pool.executor.workers
+            trajs = await asyncio.gather(pool.rollout("oracle", compose), pool.rollout("nop", compose),
+                                         pool.rollout("oracle", compose))
+            return workers, trajs
+
+    workers, trajs = asyncio.run(main())
+    assert [t.strict_success for t in trajs] == [True, False, True]
+    assert not any(t.masked for t in trajs)
+    for w in workers:
+        assert containers_of(client, w["pid"]) == []
+        flt = {"label": [f"terminal-env.owner-pid={w['pid']}", "terminal-env.managed=1"]}
+        assert client.networks.list(filters=flt) == [] and client.volumes.list(filters=flt) == []
+
+
 def test_a_scripted_model_server_drives_terminus_on_a_worker(cluster):
     with ScriptedServer(lambda body: terminus(turn_of(body))) as server:
         async def main():

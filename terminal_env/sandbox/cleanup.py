@@ -127,33 +127,44 @@ def _install_signal_handlers() -> None:
 
 
 def gc(client: Any = None, *, everything: bool = False, dry_run: bool = False) -> list[dict[str, str]]:
-    """Remove the project's containers whose owning process is gone.
+    """Remove the project's containers whose owning process is gone, then the networks and
+    volumes of multi-container tasks (:mod:`.stack`) whose owner is gone.
 
-    With ``everything=True`` every container labelled by this project is removed, whoever owns
-    it. Returns one record per container considered: name, task, owner pid, action.
+    With ``everything=True`` everything labelled by this project is removed, whoever owns it.
+    Returns one record per object considered: kind, name, task, owner pid, action.
     """
     client = client or get_client()
     records = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
-        labels = c.labels or {}
-        alive = owner_alive(labels)
-        if everything or alive is False:
-            action = "would remove" if dry_run else "removed"
-            if not dry_run:
-                try:
-                    c.remove(force=True, v=True)
-                except Exception as exc:  # noqa: BLE001 - report and continue with the rest
-                    action = f"failed: {exc}"
-        elif alive is None:
-            action = "kept (owned by another host)"
-        else:
-            action = "kept (owner alive)"
-        records.append(
-            {
-                "name": c.name,
-                "task": labels.get("terminal-env.task", "?"),
-                "owner_pid": labels.get("terminal-env.owner-pid", "?"),
-                "action": action,
-            }
-        )
+    flt = {"label": f"{LABEL_MANAGED}=1"}
+    kinds = (
+        ("container", lambda: client.containers.list(all=True, filters=flt),
+         lambda o: o.remove(force=True, v=True), lambda o: o.name),
+        ("network", lambda: client.networks.list(filters=flt), lambda o: o.remove(), lambda o: o.name),
+        ("volume", lambda: client.volumes.list(filters=flt), lambda o: o.remove(force=True),
+         lambda o: o.name),
+    )
+    for kind, listing, remove, name_of in kinds:
+        for obj in listing():
+            labels = (obj.labels if kind == "container" else obj.attrs.get("Labels")) or {}
+            alive = owner_alive(labels)
+            if everything or alive is False:
+                action = "would remove" if dry_run else "removed"
+                if not dry_run:
+                    try:
+                        remove(obj)
+                    except Exception as exc:  # noqa: BLE001 - report and continue with the rest
+                        action = f"failed: {exc}"
+            elif alive is None:
+                action = "kept (owned by another host)"
+            else:
+                action = "kept (owner alive)"
+            records.append(
+                {
+                    "kind": kind,
+                    "name": name_of(obj),
+                    "task": labels.get("terminal-env.task", "?"),
+                    "owner_pid": labels.get("terminal-env.owner-pid", "?"),
+                    "action": action,
+                }
+            )
     return records

@@ -88,13 +88,17 @@ AGENT_USED = frozenset({"environment", "working_dir", "user", "networks", "depen
 
 def read_compose(task: Task, image: str, *, timeout: float = 120) -> dict[str, Any]:
     """The compose tool's reading (``config``) of the task's compose file, with the agent's
-    service given ``image`` first (as Harbor's own build file gives ``main`` its image)."""
+    service given ``image`` and a build context first (as Harbor's own build file gives
+    ``main``; Terminal-Bench's ``client`` names a Dockerfile but no context, which the
+    compose tool would refuse)."""
     assert task.compose_file is not None
     agent = AGENT_SERVICE[task.format]
     with tempfile.TemporaryDirectory(prefix="terminal-env-compose-") as tmp:
         base = Path(tmp) / "agent.yaml"
-        base.write_text(yaml.safe_dump({"services": {agent: {"image": image}}}))
+        base.write_text(yaml.safe_dump({"services": {agent: {
+            "image": image, "build": {"context": str(task.environment_dir)}}}}))
         env = {**HARNESS_VARS, "CONTEXT_DIR": str(task.environment_dir), "MAIN_IMAGE_NAME": image,
+               "T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME": image,
                "CPUS": f"{task.cpus:g}", "MEMORY": f"{task.memory_mb}M"}
         try:
             text = run_compose(
