@@ -25,6 +25,7 @@ from .runner.cli import add_run_parsers
 from .sandbox import engine, images
 from .sandbox.cleanup import gc
 from .sandbox.runtimes import RUNSC_ARGS, runtime_of, statx_fix_library
+from .sandbox.stack import compose_command, firewall_problem
 from .sandbox.sweep import host_sweep_possible
 from .task import TaskSpec
 from .tasks import load_task
@@ -77,6 +78,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "the agent's processes are stopped from the host" if host else
             "not root or a remote engine: processes are stopped from inside the sandbox with shell "
             "built-ins (still protected by the tamper check; SECURITY.md)",
+        )
+        try:
+            tool = " ".join(compose_command())
+            problem = firewall_problem()
+        except ConfigError as exc:
+            tool, problem = None, str(exc)
+        table.add_row(
+            "multi-container tasks",
+            "[green]ok[/green]" if tool and not problem else "[yellow]unavailable[/yellow]",
+            f"services started by `{tool}` on internal networks cut off from this host"
+            if tool and not problem else f"{problem} (tasks with environment/docker-compose.yaml will not run)",
         )
         client = engine.get_client()
         if args.fix:
