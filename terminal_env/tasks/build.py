@@ -99,6 +99,8 @@ def _slug(name: str) -> str:
 #: the environment variables every command and API that builds reads, when not told otherwise
 CA_BUNDLE_ENV = "TERMINAL_ENV_CA_BUNDLE"
 BASE_MAP_ENV = "TERMINAL_ENV_BASE_MAP"
+#: the proxy builds go through (``http://host:port``), e.g. a TLS-intercepting one
+BUILD_PROXY_ENV = "TERMINAL_ENV_BUILD_PROXY"
 
 
 def parse_base_map(items: list[str] | None, source: str = "--base-map") -> dict[str, str]:
@@ -134,16 +136,21 @@ class BuildSettings:
 
     base_map: dict[str, str] = field(default_factory=dict)
     ca_bundle: str | None = None
+    #: the proxy every build's network traffic goes through (``$TERMINAL_ENV_BUILD_PROXY``)
+    proxy: str | None = None
 
     @classmethod
     def resolve(cls, base_map: dict[str, str] | None = None, ca_bundle: str | Path | None = None,
-                environ: Any = None) -> "BuildSettings":
+                environ: Any = None, proxy: str | None = None) -> "BuildSettings":
         env = os.environ if environ is None else environ
         if base_map is None:
             base_map = parse_base_map(env.get(BASE_MAP_ENV, "").replace(",", " ").split(), BASE_MAP_ENV)
         if ca_bundle is None:
             ca_bundle = env.get(CA_BUNDLE_ENV) or None
-        return cls(dict(base_map), str(ca_bundle) if ca_bundle else None)
+        proxy = proxy or env.get(BUILD_PROXY_ENV, "").strip() or None
+        if proxy is not None and not re.fullmatch(r"https?://[^\s/]+/?", proxy):
+            raise ConfigError(f"{BUILD_PROXY_ENV} must look like http://HOST:PORT, got {proxy!r}")
+        return cls(dict(base_map), str(ca_bundle) if ca_bundle else None, proxy)
 
 
 def _read_ca(ca_bundle: str | Path | None) -> bytes | None:
@@ -249,6 +256,7 @@ def build_image(
     log: Callable[[str], None] = print,
     force: bool = False,
     no_cache: bool = False,
+    proxy: str | None = None,
 ) -> str:
     """The local image of ``task``, built only when its tag is missing (or ``force``).
 
@@ -256,6 +264,8 @@ def build_image(
     before building when a ``FROM`` image is neither local nor mapped, and
     :class:`ImageBuildError` (task name, reason, last lines of the log) when the build fails or
     runs past the timeout. ``no_cache`` builds every step again (the gate's same-instance probe).
+    ``proxy`` (default ``$TERMINAL_ENV_BUILD_PROXY``) is handed to the build as the standard
+    proxy variables, which the engine keeps out of the image and its cache keys.
     """
     client = client or get_client()
     plan = plan_build(task, base_map=base_map, ca_bundle=ca_bundle)
@@ -284,7 +294,8 @@ def build_image(
             if ignore.is_file():  # a `*` rule would drop our file from the context
                 ignore.write_text(ignore.read_text() + f"\n!{CA_FILE}\n")
         log(f"building {plan.tag} for task {task.name} (timeout {limit:g} s)")
-        _run_build(client, task, plan, context, dockerfile, limit, log, no_cache)
+        _run_build(client, task, plan, context, dockerfile, limit, log, no_cache,
+                   BuildSettings.resolve(base_map={}, proxy=proxy).proxy)
     return plan.tag
 
 
@@ -342,7 +353,8 @@ def _abort(response: Any) -> None:
 
 
 def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan, context: Path,
-               dockerfile: Path, limit: float, log: Callable[[str], None], no_cache: bool = False) -> None:
+               dockerfile: Path, limit: float, log: Callable[[str], None], no_cache: bool = False,
+               proxy: str | None = None) -> None:
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     def failure(reason: str) -> ImageBuildError:
@@ -359,6 +371,8 @@ def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan
         stream = client.api.build(
             path=str(context), dockerfile=str(dockerfile), tag=plan.tag, rm=True, forcerm=True,
             pull=False, decode=True, timeout=int(limit) + 30, labels=labels, nocache=no_cache,
+            buildargs={name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+            if proxy else None,
         )
     except docker.errors.APIError as exc:
         raise failure(f"was refused by the engine: {exc.explanation or exc}") from None
