@@ -40,7 +40,9 @@ SCHEMA_VERSION = 2
 #: versions this terminal-env reads (1: before the episode's token record; its files load as
 #: trajectories without ``tokens``)
 READABLE_VERSIONS = (1, 2)
-ATIF_VERSION = "ATIF-v1.4"
+ATIF_VERSION = "ATIF-v1.8"
+#: backends that dispatch without a language model (their agent steps say ``llm_call_count: 0``)
+NO_LLM_BACKENDS = frozenset({"ScriptedBackend", "ReplayBackend", "NopBackend", "OracleBackend", "HumanBackend"})
 
 Termination = Literal[
     "running",  # not finished (a trajectory saved mid-episode)
@@ -193,8 +195,11 @@ class Trajectory(BaseModel):
         return record
 
     def to_atif(self) -> dict[str, Any]:
-        """Harbor's Agent Trajectory Interchange Format (v1.4): system/user/agent steps; an
-        agent step carries its tool calls (one per generic command) and their observations."""
+        """Harbor's Agent Trajectory Interchange Format (ATIF-v1.8): system/user/agent steps; an
+        agent step carries its tool calls (one per generic command) and their observations, the
+        sampled token ids and log-probs where the backend gave them, and ``llm_call_count`` (0
+        for the backends that use no model: oracle, nop, scripted, replay, human)."""
+        llm = self.model.backend not in NO_LLM_BACKENDS
         steps: list[dict[str, Any]] = []
         by_index = {t.message_index: t for t in self.turns if t.message_index is not None}
 
@@ -212,8 +217,8 @@ class Trajectory(BaseModel):
                 steps.append({"source": "agent" if role == "assistant" else role, "message": content})
                 continue
             step: dict[str, Any] = {"source": "agent", "message": content, "model_name": self.model.name,
-                                    "timestamp": ts(turn.started)}
-            comp = turn.completion
+                                    "timestamp": ts(turn.started), "llm_call_count": 1 if llm else 0}
+            comp = turn.completion if llm else None  # without a model: no metrics, no reasoning
             if comp is not None and comp.reasoning:
                 step["reasoning_content"] = comp.reasoning
             calls, results = [], []
@@ -255,6 +260,7 @@ class Trajectory(BaseModel):
         return {
             "schema_version": ATIF_VERSION,
             "session_id": self.id,
+            "trajectory_id": self.id,
             "agent": {"name": f"terminal-env/{self.harness}", "version": self.terminal_env_version or "0",
                       "model_name": self.model.name},
             "steps": steps,

@@ -142,6 +142,19 @@ def test_trajectory_round_trip_and_exports(tmp_path):
     assert agent["observation"]["results"][0]["content"] == "a b"
     assert agent["metrics"]["logprobs"] == [-0.1, -0.2]
     assert atif["final_metrics"]["total_prompt_tokens"] == 5
+    # the current version of the format, as an independent implementation of it reads it
+    import atif as atif_spec
+
+    assert atif["schema_version"] == "ATIF-v1.8" and agent["llm_call_count"] == 1
+    assert atif_spec.Trajectory.model_validate(json.loads(json.dumps(atif))).steps[2].metrics.logprobs == [-0.1, -0.2]
+    # a backend without a model: its agent steps say so, and carry no model metrics
+    oracle = Trajectory.model_validate({**back.model_dump(), "model": {"name": "oracle", "backend": "OracleBackend"}})
+    step = oracle.to_atif()["steps"][2]
+    assert step["llm_call_count"] == 0 and "metrics" not in step
+    atif_spec.Trajectory.model_validate(oracle.to_atif())
+    bad = {**atif, "steps": [*atif["steps"][:2], {**agent, "llm_call_count": 0}]}
+    with pytest.raises(ValueError, match="metrics"):  # the validator does check what we rely on
+        atif_spec.Trajectory.model_validate(bad)
     chat = back.to_chat()
     assert chat["messages"] == t.messages and chat["strict_success"] is True
     json.dumps(atif), json.dumps(chat)

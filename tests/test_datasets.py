@@ -132,7 +132,10 @@ def test_leaderboard_runs_pin_everything_and_record_where_they_ran(registry, tmp
     assert env["engine"]["version"] and env["runtime"] and env["executor"] == "local"
     assert env["images"]["sum"].startswith("sha256:")
     atif = json.loads((out / "trials" / "sum" / "1" / "trajectory.atif.json").read_text())
-    assert atif["schema_version"].startswith("ATIF-v1.") and atif["steps"]
+    assert atif["schema_version"] == "ATIF-v1.8" and atif["steps"]
+    import atif as atif_spec  # an independent implementation of the format reads it
+
+    assert atif_spec.Trajectory.model_validate(atif).trajectory_id == atif["session_id"]
     # a task file changed in the fetched checkout: no leaderboard run on it
     checkout = Path(saved["config"]["tasks"][0])
     (checkout / "instruction.md").write_text("easier now\n")
