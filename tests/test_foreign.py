@@ -173,7 +173,7 @@ def test_foreign_tasks_behind_an_intercepting_proxy_build_once_and_score(client,
             assert not any(t.get("masked") for t in trials), [t.get("termination") for t in trials]
         assert runs["nop"]["mean_at_k"]["value"] == 0.0
         assert runs["oracle"]["mean_at_k"]["value"] == 1.0  # the tests imported what the build fetched
-        assert f"GET /wordhelp.py" in proxy.seen
+        assert "GET /wordhelp.py" in proxy.seen
     finally:
         proxy.close()
     shutil.rmtree(tmp_path / "tb1", ignore_errors=True)
