@@ -310,3 +310,10 @@ def test_stack_spec_is_plain_data():
     assert StackSpec.model_validate_json(spec.model_dump_json()) == spec
     with pytest.raises(Exception, match="bogus"):
         StackSpec(document={}, bogus=1)
+
+
+def test_tasks_build_builds_the_services_too(client, base_image, capsys):
+    from terminal_env.cli import main
+
+    assert main(["tasks", "build", str(TASK)]) == 0
+    assert "(+ api)" in capsys.readouterr().out

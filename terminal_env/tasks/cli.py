@@ -22,8 +22,9 @@ from rich.text import Text
 from ..errors import ConfigError, InfraError
 from ..sandbox.engine import get_client, require_runtimes
 from ..sandbox.images import image_exists
-from .build import build_image, image_tag, parse_base_map
+from .build import BuildSettings, build_image, image_tag, parse_base_map
 from .check import PROBES, check_task, sample_paths
+from .compose import prepare_services
 from .load import find_tasks, load_task, read_task, validate
 from .pool import similarity_background
 from .schema import Problem
@@ -83,7 +84,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         try:
             tag = build_image(task, client, timeout=args.timeout, force=args.force,
                               log=lambda line: _progress(line, args.verbose), **kw)
-        except InfraError as exc:  # one task's failure does not stop the others
+            if task.compose_file is not None:  # and the images of its other services
+                stack, _ = prepare_services(
+                    task, tag, settings=BuildSettings.resolve(base_map, args.ca_bundle), client=client,
+                    log=lambda line: _progress(line, args.verbose), force=args.force)
+                tag += f" (+ {', '.join(stack.services)})"
+        except (InfraError, ConfigError) as exc:  # one task's failure does not stop the others
             failed += 1
             console.print(Text(f"error: {exc}", style="red"))
             table.add_row(Text(task.name), "-", Text("failed", style="red"),
