@@ -14,6 +14,8 @@ Kinds:
 - ``hf:PATH_OR_DIR``: a local ``transformers`` model (:class:`TransformersBackend`);
 - ``oracle``, ``nop``, ``human``: the task's reference solution, an agent that submits at once,
   you at the keyboard (:mod:`terminal_env.models.simple`);
+- ``typed-oracle``: the reference solution typed command by command as the agent's own, in any
+  harness (:mod:`terminal_env.models.typed`; the self-rewrite pipeline's collecting policy);
 - ``replay:TRAJECTORY.json``: the completions of a saved trajectory, in its harness;
 - ``scripted:FILE.json``: a JSON list of replies (strings, or objects with ``tool_calls``).
 
@@ -33,6 +35,7 @@ from ..errors import ConfigError
 from ..protocols import ModelBackend
 from . import simple
 from .simple import ReplayBackend, ScriptedBackend
+from .typed import TypedOracleBackend
 
 __all__ = ["BACKEND_KINDS", "check_options", "make_backend", "parse_spec", "register_backend"]
 
@@ -40,7 +43,7 @@ Factory = Callable[..., ModelBackend]
 
 #: kind -> factory(rest, **options)
 BACKEND_KINDS: dict[str, Factory] = {}
-#: kinds written without a colon (``oracle``, ``nop``, ``human``)
+#: kinds written without a colon (``oracle``, ``nop``, ``human``, ``typed-oracle``)
 BARE_KINDS: set[str] = set()
 
 
@@ -134,7 +137,8 @@ def _no_options(kind: str, rest: str, options: dict[str, Any]) -> None:
 def _simple(kind: str) -> Factory:
     def factory(rest: str, **options: Any) -> ModelBackend:
         _no_options(kind, rest, options)
-        cls = {"oracle": simple.OracleBackend, "nop": simple.NopBackend, "human": simple.HumanBackend}[kind]
+        cls = {"oracle": simple.OracleBackend, "nop": simple.NopBackend, "human": simple.HumanBackend,
+               "typed-oracle": TypedOracleBackend}[kind]
         return cls()
 
     return factory
@@ -161,7 +165,7 @@ def _scripted(rest: str, **options: Any) -> ModelBackend:
     return ScriptedBackend(replies, name=f"scripted:{path.name}")
 
 
-for _kind in ("oracle", "nop", "human"):
+for _kind in ("oracle", "nop", "human", "typed-oracle"):
     register_backend(_kind, _simple(_kind))
     BARE_KINDS.add(_kind)
 register_backend("replay", _replay)
