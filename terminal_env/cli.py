@@ -21,6 +21,7 @@ from .agent import run_episode
 from .env import TerminalEnv
 from .errors import ConfigError, TerminalEnvError
 from .models.simple import NopBackend, OracleBackend
+from .rsr.cli import add_rsr_parser
 from .runner.cli import add_run_parsers
 from .sandbox import engine, images
 from .sandbox.cleanup import gc
@@ -242,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tasks_parser(sub)
     add_run_parsers(sub)
+    add_rsr_parser(sub)
     add_train_parser(sub)
 
     sh = sub.add_parser("shell", help="play an episode yourself in a sandbox")

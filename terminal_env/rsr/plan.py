@@ -1,0 +1,202 @@
+"""The planner: a verified trajectory, under any harness, rewritten as a generic playbook.
+
+The planner sees the task's public instruction and the trajectory's actions and observations, and
+nothing of the verifier (:func:`planner_view` is all it gets: the checks, the log tail and the
+messages a trajectory carries are not in it). Harness-specific actions become the commands they
+stand for:
+
+* generic ``bash`` blocks and tool-calling ``bash`` calls: their command;
+* Terminus keystrokes typed into the shell (``ls -la`` + Enter): the command; a lone key
+  (``C-c``, ``Escape``) or text typed without Enter is dropped, and says so;
+* tool-calling ``write_file``: a readable here-document; ``edit``: a small ``python3`` edit that
+  checks the old text occurs once, as the tool did;
+* refused actions, ``read_file`` (it changes nothing), ``#!keys`` and ``submit``: dropped.
+
+:class:`DeterministicPlanner` does only that. :class:`ModelPlanner` asks a model backend with the
+prompt in ``prompts/planner.md`` (or a file of the user's) to write the playbook from the same view.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..models.base import SamplingParams
+from ..trajectory import Trajectory
+from .playbook import Playbook, PlaybookStep, Source
+
+PROMPTS = Path(__file__).parent / "prompts"
+WHY_LIMIT = 300
+_FENCE = re.compile(r"(`{3,})[^\n]*\n.*?\1", re.S)
+_KEY_NAME = re.compile(r"^(C-\w|M-\w|Escape|Enter|Tab|BSpace|Up|Down|Left|Right|Home|End|PageUp|PageDown|F\d+)$")
+
+
+def heredoc(path: str, content: str) -> str:
+    """A readable command that writes exactly ``content`` to ``path``.
+
+    >>> print(heredoc("/app/a.txt", "x\\ny\\n"))
+    mkdir -p "$(dirname /app/a.txt)" && cat > /app/a.txt <<'EOF'
+    x
+    y
+    EOF
+    """
+    import shlex
+
+    q = shlex.quote(path)
+    delim = "EOF"
+    while delim in content.split("\n"):
+        delim += "_"
+    body = content if content.endswith("\n") else content + "\n"
+    cmd = f'mkdir -p "$(dirname {q})" && cat > {q} <<\'{delim}\'\n{body}{delim}'
+    if not content.endswith("\n"):  # the here-document adds one newline: take it off again
+        cmd += f'\nprintf %s "$(cat {q})" > {q}'
+    return cmd
+
+
+def python_edit(path: str, old: str, new: str) -> str:
+    """A readable command that replaces the one occurrence of ``old`` in ``path`` with ``new``."""
+    return (
+        "python3 - <<'PY'\n"
+        "import pathlib\n"
+        f"p = pathlib.Path({path!r})\n"
+        "text = p.read_text()\n"
+        f"old, new = {old!r}, {new!r}\n"
+        "assert text.count(old) == 1, 'the text to replace must occur exactly once'\n"
+        "p.write_text(text.replace(old, new, 1))\n"
+        "PY"
+    )
+
+
+def _why(turn: Any) -> str:
+    """The source's own short reasoning for a turn (its words outside commands)."""
+    comp = turn.completion
+    if comp is None:
+        return ""
+    text = comp.text or ""
+    try:  # Terminus: the analysis and the plan
+        data = json.loads(text)
+        if isinstance(data, dict):
+            text = " ".join(str(data.get(k) or "") for k in ("analysis", "plan"))
+    except ValueError:
+        text = _FENCE.sub(" ", text)
+    text = " ".join(text.split())
+    return text[:WHY_LIMIT]
+
+
+def planner_view(traj: Trajectory, instruction: str) -> dict[str, Any]:
+    """All a planner sees: the public instruction and, per turn, the harness actions with what the
+    terminal showed. Built field by field, so nothing of the verifier can come along."""
+    turns = []
+    for turn in traj.turns:
+        actions = []
+        for act in turn.actions:
+            actions.append({
+                "tool": act.action.tool, "args": dict(act.action.args), "refused": act.error,
+                "commands": [{"kind": c.action.get("kind"), "action": dict(c.action), "output": c.observation,
+                              "exit_code": c.exit_code} for c in act.commands],
+            })
+        turns.append({"why": _why(turn), "actions": actions})
+    return {"instruction": instruction, "harness": traj.harness, "turns": turns}
+
+
+def _steps_of(action: dict[str, Any], why: str, dropped: list[str]) -> list[PlaybookStep]:
+    tool, args = action["tool"], action["args"]
+    if action["refused"]:
+        dropped.append(f"{tool}: refused ({str(action['refused'])[:80]})")
+        return []
+    if tool == "submit":
+        return []
+    if tool == "read_file":
+        dropped.append(f"read_file {args.get('path')}: a read changes nothing")
+        return []
+    if tool == "write_file":
+        return [PlaybookStep(command=heredoc(str(args.get("path")), str(args.get("content", ""))), why=why)]
+    if tool == "edit":
+        return [PlaybookStep(command=python_edit(str(args.get("path")), str(args.get("old_str", "")),
+                                                 str(args.get("new_str", ""))), why=why)]
+    if tool == "bash":
+        timeout = args.get("timeout")
+        return [PlaybookStep(command=str(args.get("command", "")), why=why,
+                             timeout=float(timeout) if isinstance(timeout, (int, float)) else None)]
+    if tool == "keystrokes":
+        keys = str(args.get("keystrokes", "")).replace("\r\n", "\n")
+        if _KEY_NAME.match(keys.strip()) and "\n" not in keys:
+            dropped.append(f"keystrokes {keys.strip()!r}: a key, not a command")
+            return []
+        if not keys.strip():
+            return []  # a wait
+        if not keys.endswith("\n"):
+            dropped.append(f"keystrokes {keys[:40]!r}: typed without Enter")
+            return []
+        return [PlaybookStep(command=keys.rstrip("\n"), why=why)]
+    if tool == "keys":
+        dropped.append(f"keys {args.get('keys')}: keys, not a command")
+        return []
+    dropped.append(f"{tool}: an action this planner does not know")
+    return []
+
+
+class DeterministicPlanner:
+    """Normalises and extracts the commands (no model)."""
+
+    name = "deterministic"
+
+    def plan(self, traj: Trajectory, *, instruction: str, task_path: str, task_digest: str,
+             attempt: int, source_path: str) -> Playbook:
+        view = planner_view(traj, instruction)
+        steps: list[PlaybookStep] = []
+        dropped: list[str] = []
+        for turn in view["turns"]:
+            for action in turn["actions"]:
+                steps += _steps_of(action, turn["why"], dropped)
+        steps = [s for s in steps if s.command.strip()]
+        return Playbook(
+            task=traj.task.name, task_path=task_path, task_digest=task_digest, instruction=instruction,
+            source=Source(trajectory_id=traj.id, harness=traj.harness, attempt=attempt,
+                          policy=traj.model.name, weights=(traj.extra or {}).get("weights"),
+                          path=source_path),
+            steps=steps, planner=self.name, dropped=dropped)
+
+
+class ModelPlanner(DeterministicPlanner):
+    """Asks a model for the playbook, from the planner's view and the deterministic draft. The
+    reply must be a JSON list of ``{"command", "why"}``; a reply that is not keeps the draft and
+    says why in ``dropped``."""
+
+    def __init__(self, backend: Any, prompt: str | Path | None = None):
+        self.backend = backend
+        self.prompt = Path(prompt) if prompt else PROMPTS / "planner.md"
+        if not self.prompt.is_file():
+            raise ConfigError(f"planner prompt {self.prompt} does not exist")
+        self.name = f"model:{getattr(backend, 'name', type(backend).__name__)}"
+
+    def plan(self, traj: Trajectory, **kw: Any) -> Playbook:
+        draft = super().plan(traj, **kw)
+        view = planner_view(traj, kw["instruction"])
+        messages = [
+            {"role": "system", "content": self.prompt.read_text()},
+            {"role": "user", "content": json.dumps({"view": view, "draft": [s.model_dump() for s in draft.steps]},
+                                                   indent=1)},
+        ]
+        reply = self.backend.complete(messages, params=SamplingParams(temperature=0.0))
+        steps = parse_steps(reply.text)
+        if steps is None:
+            return draft.model_copy(update={"dropped": [*draft.dropped, "planner model: no JSON list of "
+                                                        "steps in its reply; the draft is kept"]})
+        return draft.model_copy(update={"steps": steps, "planner": self.name})
+
+
+def parse_steps(text: str) -> list[PlaybookStep] | None:
+    """A JSON list of ``{"command", "why"}`` in ``text`` (a fenced ``json`` block allowed)."""
+    m = re.search(r"\[.*\]", text or "", re.S)
+    if not m:
+        return None
+    try:
+        items = json.loads(m.group(0))
+        steps = [PlaybookStep(command=str(i["command"]), why=str(i.get("why", ""))[:WHY_LIMIT]) for i in items]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return [s for s in steps if s.command.strip()] or None
