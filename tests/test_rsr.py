@@ -263,3 +263,28 @@ def test_rsr_end_to_end_on_bundled_train_tasks(client, base_image, tmp_path):
 
     assert main(["rsr", "build", "--out", str(out)]) == 0
     assert len((out / "dataset" / "train.jsonl").read_text().splitlines()) == len(rows)
+
+
+@pytest.mark.docker
+def test_a_model_executor_sees_the_playbook_and_the_record_does_not(client, base_image):
+    from terminal_env.models.simple import fenced
+    from terminal_env.rsr.pipeline import GuidedBackend
+
+    commands = typed_commands((POOL / A / "solution" / "solve.sh").read_text())
+    pb = playbook(*commands, why="from the playbook")
+    sent = []
+
+    def model(messages):
+        sent.append(messages)
+        done = sum(m["role"] == "assistant" for m in messages)
+        return fenced(commands[done] if done < len(commands) else "#!submit")
+
+    async def play():
+        async with RolloutPool(max_concurrency=1, client=client) as pool:
+            return await pool.rollout(lambda: GuidedBackend(ScriptedBackend(model, name="exec"), pb), POOL / A,
+                                      "generic")
+
+    traj = asyncio.run(play())
+    assert traj.strict_success and traj.model.name == "executor:exec"
+    assert "A playbook that solved this task" in sent[0][1]["content"] and commands[0] in sent[0][1]["content"]
+    assert not any("A playbook that solved this task" in (m.get("content") or "") for m in traj.messages)

@@ -38,6 +38,8 @@ def add_rsr_parser(sub: Any) -> None:
     r.add_argument("--planner-prompt", help="the planner model's prompt file (default: the bundled one)")
     r.add_argument("--reviewer", help="a model spec for a reviewer after the leak checks")
     r.add_argument("--reviewer-prompt", help="the reviewer model's prompt file")
+    r.add_argument("--executor", help="a model spec that carries out each playbook (default: the steps are replayed)")
+    r.add_argument("--executor-prompt", help="the executor model's prompt file ({steps} marks the playbook)")
     r.set_defaults(func=cmd_rsr)
 
 
@@ -49,7 +51,8 @@ def cmd_rsr(args: argparse.Namespace) -> int:
             model=args.model, backend_options={"base_url": args.base_url} if args.base_url else {},
             attempts=args.attempts, concurrency=args.concurrency, max_turns=args.max_turns,
             ray_address=args.ray_address, planner=args.planner, planner_prompt=args.planner_prompt,
-            reviewer=args.reviewer, reviewer_prompt=args.reviewer_prompt)
+            reviewer=args.reviewer, reviewer_prompt=args.reviewer_prompt, executor=args.executor,
+            executor_prompt=args.executor_prompt)
     run = RSRRun(args.out, config, log=lambda m: console.print(f"[dim]{m}[/dim]"))
     stages = STAGES if args.stage == "all" else () if args.stage == "funnel" else (args.stage,)
     funnel = run.run(stages)

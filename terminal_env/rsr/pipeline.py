@@ -35,7 +35,7 @@ from ..scale.rollout import RolloutPool
 from ..tasks import Task, load_task
 from ..tasks.load import find_tasks
 from ..trajectory import Trajectory
-from .plan import DeterministicPlanner, ModelPlanner
+from .plan import PROMPTS, DeterministicPlanner, ModelPlanner
 from .playbook import Playbook, Verdict, reason_kinds
 from .review import LeakChecks, ModelReviewer, review
 
@@ -62,10 +62,38 @@ class RSRConfig(BaseModel):
     planner_prompt: str | None = None
     reviewer: str | None = None  # a model spec; None: the leak checks alone
     reviewer_prompt: str | None = None
+    executor: str | None = None  # a model spec; None: the steps are replayed as they are
+    executor_prompt: str | None = None
 
 
 def _key(harness: str, attempt: int) -> str:
     return f"{harness}-{attempt}"
+
+
+class GuidedBackend:
+    """The executor as a model: the playbook is added to what the model is sent (never to the
+    trajectory, whose conversation stays the task's own), and it plays under the generic harness."""
+
+    def __init__(self, inner: Any, playbook: Playbook, prompt: str | Path | None = None):
+        self.inner = inner
+        path = Path(prompt) if prompt else PROMPTS / "executor.md"
+        if not path.is_file():
+            raise ConfigError(f"executor prompt {path} does not exist")
+        steps = "\n".join(f"{i}. {s.why + chr(10) if s.why else ''}```bash\n{s.command}\n```"
+                          for i, s in enumerate(playbook.steps, 1))
+        self.note = path.read_text().replace("{steps}", steps)
+        self.name = f"executor:{getattr(inner, 'name', type(inner).__name__)}"
+
+    def start_episode(self, env: Any, harness: Any) -> None:
+        if hasattr(self.inner, "start_episode"):
+            self.inner.start_episode(env, harness)
+
+    def complete(self, messages: list[dict[str, Any]], **kw: Any) -> Any:
+        sent = [dict(m) for m in messages]
+        first = next((m for m in sent if m.get("role") == "user"), None)
+        if first is not None:
+            first["content"] = f"{first.get('content') or ''}\n\n{self.note}"
+        return self.inner.complete(sent, **kw)
 
 
 class RSRRun:
@@ -205,7 +233,12 @@ class RSRRun:
             todo.append((task, key, playbook))
         self.log(f"execute: {len(todo)} playbook(s) to re-run under the generic harness")
 
-        def backend_for(playbook: Playbook, limit: float) -> Callable[[], ScriptedBackend]:
+        cfg = self.config
+
+        def backend_for(playbook: Playbook, limit: float) -> Callable[[], Any]:
+            if cfg.executor:
+                return lambda: GuidedBackend(make_backend(cfg.executor, **cfg.backend_options), playbook,
+                                             cfg.executor_prompt)
             actions = [Command(command=s.command, timeout=s.timeout or limit) for s in playbook.steps]
             return lambda: ScriptedBackend.of_actions(actions, name="rsr-executor")
 
@@ -213,8 +246,8 @@ class RSRRun:
             t = self.tasks[task]
             path = self.path("execute", task, key)
             path.parent.mkdir(parents=True, exist_ok=True)
-            traj = await pool.rollout(backend_for(playbook, t.agent_timeout), t.path, "generic",
-                                      max_turns=len(playbook.steps) + 2)
+            turns = cfg.max_turns if cfg.executor else len(playbook.steps) + 2
+            traj = await pool.rollout(backend_for(playbook, t.agent_timeout), t.path, "generic", max_turns=turns)
             traj.extra["rsr"] = {"playbook": str(self.path("playbooks", task, key)), "key": playbook.key}
             traj.save(path)
 

@@ -139,6 +139,12 @@ def _steps_of(action: dict[str, Any], why: str, dropped: list[str]) -> list[Play
     return []
 
 
+def weights_of(traj: Trajectory) -> str | None:
+    """The weights that produced the trajectory's turns (as their backend named them), if any."""
+    names = sorted({t.completion.weights for t in traj.turns if t.completion is not None and t.completion.weights})
+    return ",".join(names) or None
+
+
 class DeterministicPlanner:
     """Normalises and extracts the commands (no model)."""
 
@@ -156,8 +162,7 @@ class DeterministicPlanner:
         return Playbook(
             task=traj.task.name, task_path=task_path, task_digest=task_digest, instruction=instruction,
             source=Source(trajectory_id=traj.id, harness=traj.harness, attempt=attempt,
-                          policy=traj.model.name, weights=(traj.extra or {}).get("weights"),
-                          path=source_path),
+                          policy=traj.model.name, weights=weights_of(traj), path=source_path),
             steps=steps, planner=self.name, dropped=dropped)
 
 
