@@ -248,6 +248,8 @@ def test_rsr_end_to_end_on_bundled_train_tasks(client, base_image, tmp_path):
     assert funnel["reruns"] == funnel["playbooks"] - 1 and funnel["reruns_verified"] == funnel["reruns"] - 1
     assert funnel["solved_only_under_other_harnesses"] == 1 == funnel["solved_only_under_other_harnesses_in_records"]
     assert funnel["records"] == len(rows)
+    html = (out / "report" / "rsr.html").read_text()  # the funnel, each playbook beside source and re-run
+    assert "Funnel" in html and html.count("<h3 id=") == funnel["playbooks"] and "leaked-value" in html
 
     # Resumed: nothing is played again, and the same dataset comes out.
     before = {p: p.stat().st_mtime_ns for p in (out / "collect").glob("*/*.json")}

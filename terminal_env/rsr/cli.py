@@ -23,7 +23,8 @@ console = Console()
 
 def add_rsr_parser(sub: Any) -> None:
     r = sub.add_parser("rsr", help="self-rewrite: verified successes under several harnesses -> SFT data")
-    r.add_argument("stage", choices=[*STAGES, "all", "funnel"], help="the stage to run (all: every stage in order)")
+    r.add_argument("stage", choices=[*STAGES, "all", "funnel", "report"],
+                   help="the stage to run (all: every stage in order; funnel, report: show what is there)")
     r.add_argument("--out", required=True, help="the run directory (resumed when it exists)")
     r.add_argument("--tasks", nargs="+", help="task directories or folders of them (train split only)")
     r.add_argument("--model", default="typed-oracle", help="the collecting policy (default typed-oracle)")
@@ -57,6 +58,10 @@ def cmd_rsr(args: argparse.Namespace) -> int:
     stages = STAGES if args.stage == "all" else () if args.stage == "funnel" else (args.stage,)
     funnel = run.run(stages)
     print_funnel(funnel)
+    if args.stage == "report":
+        run.report()
+    if (run.out / "report" / "rsr.html").is_file():
+        console.print(f"report: {run.out / 'report' / 'rsr.html'}")
     return 0
 
 

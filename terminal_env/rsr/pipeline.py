@@ -31,6 +31,7 @@ from ..errors import ConfigError
 from ..fileio import write_atomic
 from ..models.registry import make_backend
 from ..models.simple import ScriptedBackend
+from ..report.rsr import rsr_page
 from ..scale.rollout import RolloutPool
 from ..tasks import Task, load_task
 from ..tasks.load import find_tasks
@@ -297,7 +298,21 @@ class RSRRun:
         write_atomic(out / "train.jsonl", "".join(json.dumps(r) + "\n" for r in records))
         funnel = self.funnel(records=len(records))
         write_atomic(out / "funnel.json", json.dumps(funnel, indent=1))
+        self.report()
         return funnel
+
+    def report(self) -> Path:
+        """``OUT/report/rsr.html``: the funnel, and each playbook beside its source and re-run."""
+        def load(path: Path, cls: Any) -> Any:
+            return cls.load(path) if path.is_file() else None
+
+        entries = [{"task": task, "key": key, "playbook": Playbook.load(path),
+                    "verdict": load(self.path("reviews", task, key), Verdict),
+                    "source": load(self.path("collect", task, key), Trajectory),
+                    "rerun": load(self.path("execute", task, key), Trajectory)}
+                   for task, key, path in self._items("playbooks")]
+        (self.out / "report").mkdir(parents=True, exist_ok=True)
+        return write_atomic(self.out / "report" / "rsr.html", rsr_page(entries, self.funnel()))
 
     # ------------------------------------------------------------------ the funnel
     def funnel(self, records: int | None = None) -> dict[str, Any]:

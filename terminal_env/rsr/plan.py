@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,6 @@ def heredoc(path: str, content: str) -> str:
     y
     EOF
     """
-    import shlex
-
     q = shlex.quote(path)
     delim = "EOF"
     while delim in content.split("\n"):
