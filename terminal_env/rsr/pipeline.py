@@ -31,6 +31,7 @@ from ..errors import ConfigError
 from ..fileio import write_atomic
 from ..models.registry import make_backend
 from ..models.simple import ScriptedBackend
+from ..models.typed import UntypeableSolution
 from ..report.rsr import rsr_page
 from ..scale.rollout import RolloutPool
 from ..tasks import Task, load_task
@@ -156,7 +157,8 @@ class RSRRun:
     def collect(self) -> None:
         cfg = self.config
         jobs = [(name, h, k) for name in self.tasks for h in cfg.harnesses for k in range(1, cfg.attempts + 1)
-                if not self.path("collect", name, _key(h, k)).is_file()]
+                if not self.path("collect", name, _key(h, k)).is_file()
+                and not self.path("collect", name, _key(h, k)).with_suffix(".error").is_file()]
         self.log(f"collect: {len(jobs)} episode(s) to play ({cfg.model}, {', '.join(cfg.harnesses)})")
 
         async def one(pool: RolloutPool, name: str, harness: str, k: int) -> None:
@@ -165,7 +167,7 @@ class RSRRun:
             try:
                 traj = await pool.rollout(cfg.model, self.tasks[name].path, harness, seed=k,
                                           max_turns=cfg.max_turns, **cfg.backend_options)
-            except ConfigError as exc:  # this task cannot be played by this policy (untypeable)
+            except UntypeableSolution as exc:  # this task cannot be played by this policy
                 write_atomic(path.with_suffix(".error"), str(exc))
                 return
             traj.save(path)
