@@ -43,9 +43,9 @@ A, B = "td-csv-region-totals", "td-csv-customer-totals"  # both in the train spl
 
 def test_a_solution_is_cut_into_the_commands_a_person_would_type():
     script = ("#!/bin/bash\nset -euo pipefail\n# build it\ncd /app\ncat > a.py <<'EOF'\nprint(1)\n\nEOF\n"
-              "if [ -f a.py ]; then\n  echo yes\nfi\nexit 0\n")
+              "if [ -f a.py ]; then\n  echo yes\nfi\nawk '{print $0}' a.py\nexit 0\n")
     assert typed_commands(script) == ["cd /app", "cat > a.py <<'EOF'\nprint(1)\n\nEOF",
-                                      "if [ -f a.py ]; then\n  echo yes\nfi"]
+                                      "if [ -f a.py ]; then\n  echo yes\nfi", "awk '{print $0}' a.py"]
     for own in ('cp "$(dirname "$0")/data" /app', "cp /solution/x /app", 'source "${BASH_SOURCE%/*}/lib"'):
         with pytest.raises(UntypeableSolution, match="its own directory"):
             typed_commands(own)
@@ -116,7 +116,9 @@ def small_task(tmp_path: Path) -> Path:
     (d / "environment").mkdir()
     (d / "tests" / "test_outputs.py").write_text(
         "def test_total():\n    assert open('/app/out').read().strip() == 'TOTAL 98765'\n"
-        "def test_region():\n    assert 'north-east' in open('/app/out').read()\n")
+        "def test_region():\n    assert 'north-east' in open('/app/out').read()\n"
+        "def test_git():\n    import subprocess\n"
+        "    assert subprocess.run(['git', 'rev-parse', '--verify', 'HEAD~1'], cwd='/app/repo').returncode == 0\n")
     (d / "tests" / "expected.csv").write_text("region,total\nnorth-east,98765\n")
     (d / "environment" / "data.csv").write_text("region,units\nnorth-east,5\n")
     return d
@@ -132,6 +134,7 @@ def test_leak_checks_reject_hidden_values_and_verifier_files_and_nothing_public(
     checks = LeakChecks(small_task(tmp_path), instruction="Sum the units per region into /app/out.")
     assert "TOTAL 98765" in checks.hidden and "98765" in checks.hidden
     assert "north-east" not in checks.hidden  # it is in the environment's data: an agent can see it
+    assert "rev-parse" not in checks.hidden and "--verify" not in checks.hidden  # what the tests run
     clean = review(playbook("awk -F, 'NR>1{s+=$2} END{print \"TOTAL\", s}' /app/data.csv > /app/out",
                             "grep north-east /app/data.csv", "cd /app/tests && ls"), checks)
     assert clean.accepted and clean.reasons == [] and clean.reviewers == ["leak-checks"]

@@ -34,7 +34,8 @@ from .simple import fenced, to_completion
 #: shell lines that change how an interactive shell behaves (``set -e`` would end it at the
 #: first failing command; ``exit`` would end it at once): dropped when typed
 _SHELL_ONLY = re.compile(r"^\s*(set\s+-[euxo]+(\s+pipefail)?|set\s+-o\s+\w+|exit(\s+\d+)?|#!.*)\s*$")
-_OWN_DIR = re.compile(r"\$0|\$\{0\}|BASH_SOURCE|/solution\b|\bdirname\b")
+# the script naming its own place: `dirname "$0"`, `${0%/*}`, BASH_SOURCE, /solution (awk's $0 is not)
+_OWN_DIR = re.compile(r"dirname\s+[\"']?\$\{?0\b|\$\{0[%#/]|BASH_SOURCE|(?<![\w.-])/solution\b")
 _HEREDOC = re.compile(r"^cat\s+>\s*(\S+)\s+<<-?\s*'?\"?(\w+)'?\"?\n(.*)\n\2$", re.S)
 
 

@@ -8,8 +8,10 @@
 * hold a literal that occurs in the task's ``tests/`` and in neither its instruction nor its
   environment (``leaked-value``): an expected output or a hidden input the agent could not have
   seen. Literals are the tests' string constants with a digit, a space or punctuation (or 16
-  characters and more; not docstrings or assertion messages), their numbers of three significant
-  digits and more, and the lines and fields of their data files.
+  characters and more; not docstrings, assertion messages, or the arguments the tests pass to
+  what they call, such as commands, flags, SQL and patterns, unless they hold three digits in a
+  row), their numbers of three significant digits and more, and the lines and fields of their
+  data files.
 
 A model reviewer (:class:`ModelReviewer`, prompt in ``prompts/reviewer.md``) runs after the checks,
 never instead of them, and sees only the public instruction and the playbook.
@@ -70,6 +72,10 @@ def hidden_literals(tests_dir: Path) -> set[str]:
                     prose.add(id(body[0].value))
                 if isinstance(node, ast.Assert) and node.msg is not None:
                     prose |= {id(n) for n in ast.walk(node.msg)}
+                if isinstance(node, ast.Call):  # commands, flags, SQL, patterns the test runs
+                    for arg in [*node.args, *(k.value for k in node.keywords)]:
+                        prose |= {id(n) for n in ast.walk(arg) if isinstance(n, ast.Constant)
+                                  and not re.search(r"\d{3}", str(n.value))}
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)) \
                         and not isinstance(node.value, bool) and id(node) not in prose:
