@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..tasks.load import find_tasks, read_task
 from .pipeline import HARNESSES, STAGES, RSRConfig, RSRRun
 
 console = Console()
@@ -27,6 +28,8 @@ def add_rsr_parser(sub: Any) -> None:
                    help="the stage to run (all: every stage in order; funnel, report: show what is there)")
     r.add_argument("--out", required=True, help="the run directory (resumed when it exists)")
     r.add_argument("--tasks", nargs="+", help="task directories or folders of them (train split only)")
+    r.add_argument("--only-train", action="store_true",
+                   help="take the train tasks among --tasks and leave the others out (else they are refused)")
     r.add_argument("--model", default="typed-oracle", help="the collecting policy (default typed-oracle)")
     r.add_argument("--base-url", help="for openai:MODEL")
     r.add_argument("--harness", default=",".join(HARNESSES),
@@ -47,8 +50,13 @@ def add_rsr_parser(sub: Any) -> None:
 def cmd_rsr(args: argparse.Namespace) -> int:
     config = None
     if args.tasks:
+        tasks = [str(p) for p in find_tasks(args.tasks)] if args.only_train else list(args.tasks)
+        if args.only_train:
+            train = [p for p in tasks if getattr(read_task(p)[0], "split", None) == "train"]
+            console.print(f"[dim]--only-train: {len(train)} train task(s); {len(tasks) - len(train)} left out[/dim]")
+            tasks = train
         config = RSRConfig(
-            tasks=list(args.tasks), harnesses=[h.strip() for h in args.harness.split(",") if h.strip()],
+            tasks=tasks, harnesses=[h.strip() for h in args.harness.split(",") if h.strip()],
             model=args.model, backend_options={"base_url": args.base_url} if args.base_url else {},
             attempts=args.attempts, concurrency=args.concurrency, max_turns=args.max_turns,
             ray_address=args.ray_address, planner=args.planner, planner_prompt=args.planner_prompt,

@@ -135,8 +135,8 @@ class RSRRun:
                 "self-rewrite data comes from the train split only, and these tasks are not in it: "
                 + ", ".join(held[:10]) + (" ..." if len(held) > 10 else "")
                 + ". Checkpoints are chosen on the validation split and scored on the test split, so "
-                "their solutions must never become training data; give only train tasks "
-                "(e.g. the bundled pool's `split = \"train\"` tasks)")
+                "their solutions must never become training data; give only train tasks, or add "
+                "--only-train to take the train tasks of the folders given")
         return tasks
 
     def path(self, stage: str, task: str, key: str) -> Path:
