@@ -43,9 +43,10 @@ A, B = "td-csv-region-totals", "td-csv-customer-totals"  # both in the train spl
 
 def test_a_solution_is_cut_into_the_commands_a_person_would_type():
     script = ("#!/bin/bash\nset -euo pipefail\n# build it\ncd /app\ncat > a.py <<'EOF'\nprint(1)\n\nEOF\n"
-              "if [ -f a.py ]; then\n  echo yes\nfi\nawk '{print $0}' a.py\nexit 0\n")
+              "if [ -f a.py ]; then\n  echo yes\nfi\nawk '{print $0}' a.py\ngit log \\\n  --oneline\nexit 0\n")
     assert typed_commands(script) == ["cd /app", "cat > a.py <<'EOF'\nprint(1)\n\nEOF",
-                                      "if [ -f a.py ]; then\n  echo yes\nfi", "awk '{print $0}' a.py"]
+                                      "if [ -f a.py ]; then\n  echo yes\nfi", "awk '{print $0}' a.py",
+                                      "git log \\\n  --oneline"]
     for own in ('cp "$(dirname "$0")/data" /app', "cp /solution/x /app", 'source "${BASH_SOURCE%/*}/lib"'):
         with pytest.raises(UntypeableSolution, match="its own directory"):
             typed_commands(own)

@@ -69,7 +69,8 @@ def typed_commands(script: str, *, source: str = "solution") -> list[str]:
             continue
         buffer.append(line)
         chunk = "\n".join(buffer)
-        if _complete(chunk + "\n"):
+        continued = (len(line) - len(line.rstrip("\\"))) % 2 == 1  # a line ending in one backslash
+        if not continued and _complete(chunk + "\n"):
             commands.append(chunk.strip("\n"))
             buffer = []
     if buffer:
