@@ -59,6 +59,27 @@ class GuardVerdict:
     #: files outside the interpreter and the tests that the test process read itself while
     #: collecting or running tests that passed
     opened: list[str] = field(default_factory=list)
+    #: every test the guard saw run, by node id: what its setup, call and teardown raised
+    outcomes: dict[str, str] = field(default_factory=dict)
+
+    def contradicted(self, checks: list[Any]) -> str | None:
+        """A check the result files call passed, of a test the guard saw fail or never saw run:
+        the files were written by something other than the tests' own session (None if none)."""
+        if not self.outcomes:
+            return None
+        by_test: dict[str, list[str]] = {}
+        for nodeid, raw in self.outcomes.items():
+            by_test.setdefault(nodeid.rsplit("::", 1)[-1], []).append(raw)
+        for check in checks:
+            if not check.passed:
+                continue
+            raws = by_test.get(check.name.rsplit("::", 1)[-1])
+            if raws is None:
+                return f"the result files name a passing check {check.name!r} that no test of the run recorded"
+            if not any(_RANK.get(r, 0) == 2 for r in raws):
+                return (f"the result files say {check.name!r} passed, but the test "
+                        f"{_said(raws[0])}")
+        return None
 
 
 def new_key() -> str:
@@ -133,6 +154,7 @@ def verdict(records: dict[str, bytes] | None, key: str, *, pytest_expected: bool
                                   "ended normally could not be checked")
     modules: set[str] = set()
     opened: set[str] = set()
+    outcomes: dict[str, str] = {}
     unseen = 0
     for name in sorted(records):
         events = _events(records[name], key)
@@ -145,6 +167,8 @@ def verdict(records: dict[str, bytes] | None, key: str, *, pytest_expected: bool
         for e in events:
             modules.update(e.get("modules") or [])
             opened.update(e.get("opened") or [])
+            if e.get("event") == "test" and e.get("nodeid"):
+                outcomes[str(e["nodeid"])] = str(e.get("raw"))
         if problem:
             return GuardVerdict(False, problem, sorted(modules), sorted(opened))
     n = len(records) - unseen
@@ -154,7 +178,7 @@ def verdict(records: dict[str, bytes] | None, key: str, *, pytest_expected: bool
                                   + (f"; {n} other(s) ended normally" if n else ""),
                             sorted(modules), sorted(opened))
     return GuardVerdict(True, f"checked: {n} pytest session{'s' if n > 1 else ''} ended normally",
-                        sorted(modules), sorted(opened))
+                        sorted(modules), sorted(opened), outcomes)
 
 
 def _session_problem(events: list[dict[str, Any]]) -> str:

@@ -216,6 +216,12 @@ class ProtectedVerifier:
             "duration": run.duration, "exit_code": run.exit_code, "log_tail": log_tail,
             "guard": checked.note, "guard_modules": checked.modules, "guard_opened": checked.opened,
         }
+        contradiction = checked.contradicted(result.checks) if checked.ok else None
+        if contradiction:
+            # Written after the tests' session ended (an exit handler of code the tests imported):
+            # the guard saw these tests fail, or never saw them.
+            checked = guard.GuardVerdict(False, contradiction, checked.modules, checked.opened)
+            update["guard"] = contradiction
         if checked.ok is False:
             # Whatever the result files say: the test process did not run its tests to the end
             # as pytest reported them. Not a success, and no partial credit from such a run.
