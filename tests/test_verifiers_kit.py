@@ -144,3 +144,40 @@ def test_vendored_kit_and_canonical_test_sh_are_the_kit(tmp_path):
     subprocess.run([*git, "commit", "-qam", "two"], check=True)
     with pytest.raises(AssertionError, match="still in an object"):
         kit.secret_gone(repo, "s3cr3t-value")  # removed from the tree, not from history
+
+
+@pytest.mark.docker
+def test_a_scaffolded_task_passes_the_gate_once_it_has_three_checks(base_image, tmp_path):
+    from terminal_env.cli import main
+    from terminal_env.tasks.check import check_task
+
+    assert main(["tasks", "new", "kit-scaffold", "--dir", str(tmp_path)]) == 0
+    d = tmp_path / "kit-scaffold"
+    assert (d / "tests" / "te_checks.py").read_bytes() == (KIT / "te_checks.py").read_bytes()
+    row = check_task(d, probes=("constant",))
+    assert row.oracle == "passed 1.00" and row.nop.startswith("failed") and "at least 3 are needed" in row.reason
+    with open(d / "tests" / "test_outputs.py", "a") as fh:
+        fh.write("\n\ndef test_blank_lines_and_negatives(tmp_path):\n"
+                 "    data = tmp_path / 'x.txt'\n    data.write_text('5\\n\\n-7\\n')\n"
+                 "    assert report(data).stdout.strip() == 'total: -2'\n")
+    row = check_task(d, probes=("constant",))
+    assert row.ok, row.reason
+    assert main(["tasks", "new", "kit-scaffold", "--dir", str(tmp_path)]) == 2  # exists: a clear error
+    # a stale copy of the kit is named, with the fix
+    (d / "tests" / "te_checks.py").write_text((KIT / "te_checks.py").read_text() + "\n# edited\n")
+    from terminal_env.tasks.scaffold import copy_problems
+
+    assert copy_problems(d) == [f"tests/te_checks.py differs from the kit's verifiers/te_checks.py: copy it "
+                                f"again (cp {KIT / 'te_checks.py'} {d / 'tests' / 'te_checks.py'})"]
+
+
+def test_the_pool_tests_copy_their_generators_faithfully(tmp_path):
+    from terminal_env.tasks.scaffold import copy_problems
+
+    d = tmp_path / "ledger"
+    shutil.copytree(ROOT / "tasks" / "td-fixed-width-ledger", d)
+    (d / "tests" / "ledgen.py").write_text((d / "tests" / "ledgen.py").read_text() + "\nSEED = 2\n")
+    assert copy_problems(d) == ["tests/ledgen.py differs from environment/ledgen.py, which it copies: copy it again"]
+
+    problems = {t.name: copy_problems(t) for t in sorted((ROOT / "tasks").iterdir()) if (t / "task.toml").is_file()}
+    assert len(problems) == 60 and not any(problems.values()), {k: v for k, v in problems.items() if v}

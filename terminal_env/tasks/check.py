@@ -50,6 +50,7 @@ from .probes import (
     is_noise,
     task_files,
 )
+from .scaffold import copy_problems
 
 #: the probes for foolable tests that :func:`check_task` runs besides oracle, nop and snoop
 PROBES = ("rewrite", "constant", "instance")
@@ -318,6 +319,7 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
             problems += _constant_probe(play, oracle, row)
         if "instance" in probes:
             problems += _instance_probe(task, row, log)
+        problems += copy_problems(task.path)  # the kit and environment files the tests copy
         row.ok = not problems
         row.reason = " | ".join(problems)
     except TerminalEnvError as exc:

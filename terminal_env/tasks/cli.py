@@ -27,6 +27,7 @@ from .check import PROBES, check_task, sample_paths
 from .compose import prepare_services
 from .load import find_tasks, load_task, read_task, validate
 from .pool import similarity_background
+from .scaffold import new_task
 from .schema import Problem
 from .similarity import THRESHOLD as SIMILARITY_THRESHOLD
 from .similarity import similar_pairs
@@ -67,6 +68,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     verdict = "[red]invalid[/red]" if errors else "[green]valid[/green]"
     console.print(f"{n_tasks} task(s) checked: {verdict}")
     return 1 if errors else 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    d = new_task(args.name, args.dir, category=args.category, family=args.family)
+    console.print(f"created {d}: write instruction.md, environment/, tests/test_outputs.py and "
+                  f"solution/solve.sh, then run `terminal-env tasks check {d}` (docs/task-authoring.md)")
+    return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -226,6 +234,14 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
     v.add_argument("--strict", action="store_true", help="treat warnings as errors")
     v.add_argument("--json", action="store_true", help="print JSON")
     v.set_defaults(func=cmd_validate)
+
+    n = sub.add_parser("new", help="scaffold a task (the kit's tests, two example checks, a solution)")
+    n.add_argument("name", help="the task's name: lowercase letters, digits and dashes")
+    n.add_argument("--dir", default=".", help="where to create it (default: here)")
+    n.add_argument("--category", default="software-engineering")
+    n.add_argument("--family", default="base", choices=["base", "dev"],
+                   help="the image family to build on (dev: compilers and build tools)")
+    n.set_defaults(func=cmd_new)
 
     b = sub.add_parser("build", help="build the tasks' images (cached by content)")
     b.add_argument("paths", nargs="+", metavar="PATH")
