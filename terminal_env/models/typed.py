@@ -118,11 +118,14 @@ class TypedOracleBackend(EpisodeAware):
         text = main.decode() if isinstance(main, bytes) else Path(main).read_text()
         commands = typed_commands(text, source=f"task {task.name!r} solve.sh")
         kind = getattr(harness, "name", "generic")
+        has_bash = any((t.get("function") or {}).get("name") == "bash" for t in (harness.tools() or []))
+        if kind not in ("generic", "terminus") and not has_bash:
+            raise ConfigError(f"typed-oracle answers in the generic and terminus formats and with a `bash` "
+                              f"tool; the {kind!r} harness takes none of them")
         if kind == "terminus":
             self._replies = [terminus_reply([c], False) for c in commands]
             self._replies += [terminus_reply([], True), terminus_reply([], True)]
-        elif kind == "generic" or not any(
-                (t.get("function") or {}).get("name") == "bash" for t in (harness.tools() or [])):
+        elif kind == "generic":
             self._replies = [fenced(c) for c in commands] + [fenced("#!submit")]
         else:
             self._replies = [{"content": "", "tool_calls": [tool_call_for(c)]} for c in commands]

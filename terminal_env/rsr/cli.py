@@ -83,7 +83,7 @@ def print_funnel(f: dict[str, Any]) -> None:
     rows += [("unique tasks solved", f["unique_tasks_solved"]), ("playbooks", f["playbooks"])]
     rows += [(f"rejected: {kind}", n) for kind, n in sorted(f["rejected"].items())]
     rows += [("re-runs", f["reruns"]), ("re-runs verified", f["reruns_verified"]),
-             ("records written", f["records"]),
+             ("records written", f["records"]), ("tasks in the records", f.get("tasks_in_records", "")),
              ("tasks solved only under a non-generic harness", f["solved_only_under_other_harnesses"]),
              ("... of them in the records", f["solved_only_under_other_harnesses_in_records"])]
     for name, n in rows:

@@ -338,9 +338,12 @@ class RSRRun:
                 rejected[kind] = rejected.get(kind, 0) + 1
         reruns = [Trajectory.load(p) for _, _, p in self._items("execute")]
         only_other = sorted(t for t, hs in solved_by.items() if "generic" not in hs)
-        in_records = set()
+        in_records: set[str] = set()
+        written = 0
         if (self.out / "dataset" / "train.jsonl").is_file():
-            in_records = {json.loads(line)["task"] for line in (self.out / "dataset" / "train.jsonl").open()}
+            for line in (self.out / "dataset" / "train.jsonl").open():
+                in_records.add(json.loads(line)["task"])
+                written += 1
         return {
             "tasks": len(self.tasks),
             "attempts": attempts,
@@ -354,7 +357,8 @@ class RSRRun:
             "reruns": len(reruns),
             "reruns_verified": sum(t.strict_success and not t.masked for t in reruns),
             "reruns_masked": sum(t.masked for t in reruns),
-            "records": records if records is not None else len(in_records),
+            "records": records if records is not None else written,
+            "tasks_in_records": len(in_records),
             "solved_only_under_other_harnesses": len(only_other),
             "solved_only_under_other_harnesses_in_records": len(set(only_other) & in_records),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

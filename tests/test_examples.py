@@ -1,0 +1,54 @@
+"""The examples (examples/*.py) as smoke tests: each runs as a user would run it, with its defaults,
+in a subprocess from the repository's root; it must exit 0, print what it demonstrates, and leave
+no container behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: example -> a line its output must hold when what it shows happened
+EXAMPLES = {
+    "gym_loop.py": "reward 1.0  outcome passed",
+    "policy_gradient.py": "learned the solving command",
+    "score_a_model.py": '"mean_at_3": 1.0',
+    "agent_loop.py": "submitted, outcome passed, reward 1.0",
+    "harness_plugin.py": "with the 'run-done' harness: submitted, outcome passed, reward 1.0",
+    "rsr_pipeline.py": '"kind": "rsr-rendered"',
+}
+#: each finishes in well under a minute on 2 cores; the margin is for a first build of a task image
+TIMEOUT = 300
+
+
+def test_every_example_is_tested():
+    assert sorted(p.name for p in (ROOT / "examples").glob("*.py")) == sorted(EXAMPLES)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_example_runs(example, client, base_image):
+    # the checkout's terminal_env, as the tests use it (pytest's pythonpath is not inherited)
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / example)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # its containers go with it: the check below, or `terminal-env gc`, finds them
+        out, err = proc.communicate()
+        pytest.fail(f"{example} ran past {TIMEOUT} s\n{out[-3000:]}\n{err[-3000:]}")
+    assert proc.returncode == 0, f"{example} exited {proc.returncode}\n{out[-3000:]}\n{err[-3000:]}"
+    assert EXAMPLES[example] in out, out[-3000:]
+    # Every container an example makes carries its process's id; none may outlive it.
+    left = client.containers.list(all=True, filters={
+        "label": ["terminal-env.managed", f"terminal-env.owner-pid={proc.pid}"]})
+    for c in left:
+        c.remove(force=True)
+    assert not left, f"{example} left containers behind: {[c.name for c in left]}"
