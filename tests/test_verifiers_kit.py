@@ -128,6 +128,14 @@ def test_vendored_kit_and_canonical_test_sh_are_the_kit(tmp_path):
     assert kit.hidden_rng("task", 1).random() == kit.hidden_rng("task", 1).random() != kit.hidden_rng("task", 2).random()
     with pytest.raises(AssertionError, match="ran past"):
         kit.run(["sleep", "5"], timeout=0.3)
+    budget = kit.Budget(0.5)  # a slow program spends the budget once, then fails at once
+    with pytest.raises(subprocess.TimeoutExpired):
+        with budget.limit(20) as timeout:
+            assert timeout == 0.5
+            subprocess.run(["sleep", "5"], timeout=timeout)
+    with pytest.raises(AssertionError, match="budget of 0.5 s was spent"):
+        with budget.limit(20):
+            raise RuntimeError("never reached")
     f = tmp_path / "f.txt"
     f.write_text("hello world\n")
     f.chmod(0o640)

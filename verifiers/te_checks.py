@@ -277,6 +277,36 @@ def timed(fn: Callable[[], Any], *, limit: float, what: str = "the program") -> 
     return took
 
 
+class Budget:
+    """One time budget for every program run of a test module (performance tasks): each run gets
+    its own limit but never more than what is left, and once the budget is spent every later run
+    fails at once. A program too slow for the task then costs ``total`` seconds to verify, not
+    one full timeout per test.
+
+    ::
+
+        BUDGET = te.Budget(30)
+        with BUDGET.limit(20) as timeout:
+            subprocess.run([...], timeout=timeout)
+    """
+
+    def __init__(self, total: float):
+        self.total = float(total)
+        self.spent = 0.0
+
+    @contextlib.contextmanager
+    def limit(self, per_run: float) -> Iterator[float]:
+        left = self.total - self.spent
+        if left <= 0:
+            raise AssertionError(f"the tests' time budget of {self.total:g} s was spent by earlier runs "
+                                 "of the program: it is too slow")
+        t0 = time.monotonic()
+        try:
+            yield min(float(per_run), left)
+        finally:
+            self.spent += time.monotonic() - t0
+
+
 def hidden_rng(task: str, seed: int = 0) -> random.Random:
     """A random generator for hidden inputs: the same inputs on every run of the verifier, never
     present in the image (generate them in the test, run the agent's program on them)."""

@@ -6,7 +6,13 @@ needs a second or two."""
 import random
 import subprocess
 
+import te_checks as te
+
 TIMEOUT = 20   # seconds per run; the original script needs minutes to hours on these inputs
+
+# One budget for all runs (te_checks.Budget): a program too slow for the task fails the first run
+# that spends it and every later one at once, so verifying it costs 30 s, not 20 s per test.
+BUDGET = te.Budget(30)
 
 
 def gen(seed, n, q, p_set=0.0, p_mean=0.0, p_bad=0.0, big=False):
@@ -74,11 +80,12 @@ def run(values, queries):
     for t in toks:                                   # line breaks anywhere
         parts.append(t + ("\n" if rng.random() < 0.05 else " "))
     text = "".join(parts) + "\n".join(f"{op} {a} {b}" for op, a, b in queries) + "\n"
-    try:
-        r = subprocess.run(["python3", "/app/rangeq/rangeq.py"], input=text, capture_output=True,
-                           text=True, timeout=TIMEOUT, cwd="/tmp")
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"rangeq.py did not finish N={len(values)} Q={len(queries)} within {TIMEOUT} s")
+    with BUDGET.limit(TIMEOUT) as timeout:
+        try:
+            r = subprocess.run(["python3", "/app/rangeq/rangeq.py"], input=text, capture_output=True,
+                               text=True, timeout=timeout, cwd="/tmp")
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"rangeq.py did not finish N={len(values)} Q={len(queries)} within {timeout:g} s")
     assert r.returncode == 0, r.stderr[-1000:]
     return r.stdout.splitlines()
 
