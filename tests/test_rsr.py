@@ -294,3 +294,11 @@ def test_a_model_executor_sees_the_playbook_and_the_record_does_not(client, base
     assert traj.strict_success and traj.model.name == "executor:exec"
     assert "A playbook that solved this task" in sent[0][1]["content"] and commands[0] in sent[0][1]["content"]
     assert not any("A playbook that solved this task" in (m.get("content") or "") for m in traj.messages)
+
+
+def test_a_plugin_harness_action_becomes_the_commands_it_ran():
+    rec = CommandRecord(action={"kind": "command", "command": "make -C /app"}, text="make -C /app", observation="ok")
+    t = traj_of("run-done", [("RUN: make", [ActionResult(action=HarnessAction(tool="run", args={"cmd": "make"}),
+                                                          commands=[rec])])])
+    pb = DeterministicPlanner().plan(t, instruction="i", task_path="/t", task_digest="d", attempt=1, source_path="p")
+    assert pb.commands() == ["make -C /app"] and pb.dropped == []

@@ -134,8 +134,12 @@ def _steps_of(action: dict[str, Any], why: str, dropped: list[str]) -> list[Play
     if tool == "keys":
         dropped.append(f"keys {args.get('keys')}: keys, not a command")
         return []
-    dropped.append(f"{tool}: an action this planner does not know")
-    return []
+    # A harness of its own (a plugin): the generic commands its action compiled to, as run.
+    steps = [PlaybookStep(command=str(c["action"].get("command", "")), why=why)
+             for c in action["commands"] if c.get("kind") == "command" and c["action"].get("command")]
+    if not steps:
+        dropped.append(f"{tool}: an action of its harness that ran no shell command")
+    return steps
 
 
 def weights_of(traj: Trajectory) -> str | None:

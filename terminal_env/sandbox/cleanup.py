@@ -137,7 +137,7 @@ def gc(client: Any = None, *, everything: bool = False, dry_run: bool = False) -
     records = []
     flt = {"label": f"{LABEL_MANAGED}=1"}
     kinds = (
-        ("container", lambda: client.containers.list(all=True, filters=flt),
+        ("container", lambda: client.containers.list(all=True, filters=flt, ignore_removed=True),
          lambda o: o.remove(force=True, v=True), lambda o: o.name),
         ("network", lambda: client.networks.list(filters=flt), lambda o: o.remove(), lambda o: o.name),
         ("volume", lambda: client.volumes.list(filters=flt), lambda o: o.remove(force=True),

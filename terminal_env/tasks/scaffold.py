@@ -45,7 +45,7 @@ tags = []
 split = "train"              # train | validation | test
 
 [metadata.terminal_env]
-# check_weights = {{ test_report_has_total = 2.0 }}   # overrides the kit's @pytest.mark.weight
+# check_weights = {{ test_report_on_the_sample = 2.0 }}   # overrides the kit's @pytest.mark.weight
 # protected_paths = ["/app/data"]                    # inputs the agent must not rewrite
 
 [verifier]
