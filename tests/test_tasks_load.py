@@ -565,3 +565,16 @@ def test_converting_a_loaded_task_never_builds_behind_the_callers_back():
     with pytest.raises(ConfigError, match="image must be built first"):
         TaskSpec.coerce(task)
     assert task.to_spec("some/image:tag").image == "some/image:tag"  # the image is the caller's
+
+
+def test_python_caches_are_not_part_of_a_task(tmp_path):
+    """Running a task's tests locally leaves __pycache__ in tests/: not the task's content."""
+    d = copy_task("harbor-sum", tmp_path)
+    before = load_task(d)
+    (d / "tests" / "__pycache__").mkdir()
+    (d / "tests" / "__pycache__" / "test_sum.cpython-311.pyc").write_bytes(b"\x00cache")
+    (d / "environment" / "__pycache__").mkdir()
+    (d / "environment" / "__pycache__" / "x.pyc").write_bytes(b"\x00")
+    after = load_task(d)
+    assert after.tests_digest == before.tests_digest and after.environment_digest == before.environment_digest
+    assert not any("__pycache__" in name for name in after.verifier_files())

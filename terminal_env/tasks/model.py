@@ -24,12 +24,14 @@ from .schema import Problem
 
 def tree_files(root: Path, *, exclude: tuple[str, ...] = ()) -> dict[str, Path]:
     """Every file and symlink under ``root`` as {posix relative path: path}, in sorted order;
-    top-level names in ``exclude`` are left out."""
+    top-level names in ``exclude`` are left out, and so is every ``__pycache__`` (Python's own
+    cache, made by running the tests locally: never the task's content)."""
     out: dict[str, Path] = {}
     if not root.is_dir():
         return out
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root)
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         if rel_dir == Path("."):
             dirnames[:] = [d for d in dirnames if d not in exclude]
             filenames = [f for f in filenames if f not in exclude]
