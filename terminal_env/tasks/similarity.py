@@ -54,10 +54,11 @@ class Pair:
 
 
 def task_text(task: Any) -> str:
-    """The instruction and the tests' text (the entry script, shared by every task, left out)."""
+    """The instruction and the tests' text (the entry script and the task author's kit, the same
+    in every task, left out)."""
     parts = [task.instruction]
     for name, src in sorted(task.verifier_files().items()):
-        if Path(name).name == "test.sh":
+        if Path(name).name in ("test.sh", "te_checks.py"):
             continue
         data = src if isinstance(src, bytes) else Path(src).read_bytes()
         parts.append(data.decode("utf-8", "replace"))
