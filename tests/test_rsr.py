@@ -181,6 +181,9 @@ def test_validation_and_test_tasks_are_refused(tmp_path):
         with pytest.raises(ConfigError, match="train split only.*never become training data"):
             RSRRun(tmp_path / path.name, RSRConfig(tasks=[str(path)]))
     assert not any((tmp_path / p.name).exists() for p in held)
+    with pytest.raises(ConfigError, match="unknown harness 'bogus'"):
+        RSRRun(tmp_path / "h", RSRConfig(tasks=[str(POOL / A)], harnesses=["generic", "bogus"]))
+    assert not (tmp_path / "h").exists()
 
 
 # ---- end to end ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..actions import Command
 from ..errors import ConfigError
 from ..fileio import write_atomic
+from ..harness import harness_class
 from ..models.registry import make_backend
 from ..models.simple import ScriptedBackend
 from ..models.typed import UntypeableSolution
@@ -125,6 +126,8 @@ class RSRRun:
     def _load_tasks(self) -> dict[str, Task]:
         if not self.config.harnesses:
             raise ConfigError("give at least one harness (the recipe collects under three)")
+        for name in self.config.harnesses:
+            harness_class(name)  # an unknown harness is refused before anything runs
         paths = find_tasks(self.config.tasks)
         if not paths:
             raise ConfigError(f"no task directories in {', '.join(self.config.tasks)}")
