@@ -169,3 +169,38 @@ def test_killing_pid_1_under_runsc_is_the_agents_failure_and_an_outside_kill_is_
             env.step("echo hi")
     finally:
         env.close()
+
+
+def test_an_exec_whose_container_dies_under_it_returns(runsc, client):
+    """Under gVisor root can kill PID 1, and the engine then may leave a running exec's stream
+    open: reading it waited forever (a verifier's sweep hung a whole test run). The exec now looks
+    whether its command still runs when no output comes for a while."""
+    import threading
+
+    from terminal_env.errors import SandboxGoneError
+    from terminal_env.sandbox import Sandbox, SandboxConfig
+
+    box = Sandbox(SandboxConfig(image="terminal-env/base:bookworm-1", task="exec-dies", runtime="runsc",
+                                first_shell="exec"), client=client).start()
+    outcome: dict = {}
+
+    def long_exec():
+        try:
+            outcome["result"] = box.exec(["/bin/sh", "-c", "sleep 120"], timeout=None).exit_code
+        except SandboxGoneError as exc:
+            outcome["gone"] = str(exc)
+
+    try:
+        thread = threading.Thread(target=long_exec, daemon=True)
+        thread.start()
+        time.sleep(2)
+        try:
+            box.exec("kill -9 1", user="root", timeout=10)
+        except SandboxGoneError:
+            pass
+        thread.join(60)
+        assert box.status() in ("exited", "dead"), "the fault did not happen: the container still runs"
+        assert not thread.is_alive(), "the exec still waits on a dead container's stream"
+        assert outcome, outcome
+    finally:
+        box.remove()

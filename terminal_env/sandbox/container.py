@@ -13,6 +13,7 @@ import io
 import os
 import re
 import secrets
+import select
 import shlex
 import tarfile
 import time
@@ -619,8 +620,12 @@ class Sandbox:
             out = OutputBuffer(output_limit // 2, output_limit // 2)
             err = OutputBuffer(output_limit // 2, output_limit // 2)
             with ExecSocket(api, exec_id, tty=False) as conn:
-                for stream_id, chunk in frames_iter(conn.sock, tty=False):
-                    (err if stream_id == 2 else out).feed(chunk)
+                frames = frames_iter(conn.sock, tty=False)
+                while self._exec_readable(conn, exec_id):
+                    frame = next(frames, None)
+                    if frame is None:
+                        break
+                    (err if frame[0] == 2 else out).feed(frame[1])
             code = api.exec_inspect(exec_id).get("ExitCode")
         except docker.errors.NotFound:
             self.check_alive()
@@ -641,6 +646,24 @@ class Sandbox:
             stdout_total=out.total,
             stderr_total=err.total,
         )
+
+    #: seconds without output after which exec looks whether its command is still running
+    EXEC_IDLE_CHECK = 10.0
+
+    def _exec_readable(self, conn: ExecSocket, exec_id: str) -> bool:
+        """Wait until the exec's stream has data or its end; False when the command ended (or its
+        container died) and the engine left the stream open, which it does when the container
+        dies under an exec: reading on would wait forever."""
+        while True:
+            ready, _, _ = select.select([conn.raw], [], [], self.EXEC_IDLE_CHECK)
+            if ready:
+                return True
+            try:
+                if not self.client.api.exec_inspect(exec_id).get("Running"):
+                    # ended: what it wrote is in the stream already, or never comes
+                    return bool(select.select([conn.raw], [], [], 1.0)[0])
+            except docker.errors.NotFound:
+                return False
 
     # ------------------------------------------------------------------ files
     def write_files(
