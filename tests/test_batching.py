@@ -135,6 +135,45 @@ def test_the_copying_cache_of_older_transformers_gives_the_same_tokens(sampler, 
         same(a, b)
 
 
+def test_a_ready_mask_gives_the_tokens_of_the_padding_mask(sampler, tokenizer, monkeypatch):
+    """Where the model takes the attention mask ready (SDPA, transformers 5.x), a step passes it
+    so, instead of a padding mask the model rebuilds each step: the same tokens either way, for
+    rows of different lengths (left padding) joining and leaving."""
+    prompts = [(LONG, 1, 40), (SHORT, 2, 25), ("a middle one " * 5, 3, 60)]
+
+    def run() -> list:
+        sampler.forget()
+        requests = [ask(tokenizer, text, seed=seed, max_new=n) for text, seed, n in prompts]
+        for r in requests:
+            sampler._submit(r)
+        return [r.future.result(timeout=60) for r in requests]
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert sampler._ready_masks()  # the ready mask is the path in use here
+    ready = run()
+    monkeypatch.setattr(BatchSampler, "_ready_masks", lambda self: False)
+    for a, b in zip(run(), ready):
+        same(a, b)
+
+
+def test_a_group_sent_at_once_runs_its_shared_prompt_once(sampler, tokenizer):
+    """Episodes of one task start together (a group of a policy-gradient update): the first
+    prompt's keys and values are remembered when it is admitted, so the others run only their
+    own tokens."""
+    sampler.forget()
+    prompts = [tokenizer.encode(LONG + tail) for tail in ("", "", "", " and more")]
+    before = dict(sampler.stats)
+    requests = [SampleRequest(prompt=p, temperature=1.0, top_p=1.0, seed=i, max_new=3, stops=[])
+                for i, p in enumerate(prompts)]
+    for r in requests:
+        sampler._submit(r)
+    for r in requests:
+        assert len(r.future.result(timeout=60).token_ids) == 3
+    shared = len(prompts[0]) - 1
+    assert sampler.stats["prefill_tokens"] - before["prefill_tokens"] == shared + (len(prompts[3]) - 1 - shared)
+    assert sampler.stats["reused_tokens"] - before["reused_tokens"] == 3 * shared
+
+
 def test_a_growing_layer_out_of_room_grows():
     grow = hf_cache.growing_layer()
     if grow is None:

@@ -23,12 +23,15 @@ class Batch:
     padding). A step writes the fed tokens' keys and values in place where the installed
     transformers lets a cache layer do so, and copies them into new buffers otherwise."""
 
-    def __init__(self, layers: list[list[Any]], width: int):
+    def __init__(self, layers: list[list[Any]], width: int, ready_masks: bool = False):
         self.layers = layers
         self.width = width
+        #: whether its steps pass the attention mask ready (see the sampler's ``_ready_masks``)
+        self.ready_masks = ready_masks
 
     @classmethod
-    def of(cls, rows: list[list[tuple[Any, Any]]], lengths: list[int], room: int) -> Batch:
+    def of(cls, rows: list[list[tuple[Any, Any]]], lengths: list[int], room: int,
+           ready_masks: bool = False) -> Batch:
         """A batch of ``rows`` (each row's keys and values per layer, ``[kv_heads, n, head_dim]``,
         ``n`` its length), with ``room`` free positions after the widest."""
         width = max(lengths)
@@ -42,7 +45,7 @@ class Batch:
                     buffer[i, :, width - n:width] = row[layer][part]
                 buffers.append(buffer)
             layers.append(buffers)
-        return cls(layers, width)
+        return cls(layers, width, ready_masks)
 
     def join(self, lengths: list[int], rows: list[list[tuple[Any, Any]]], added: list[int], room: int) -> Batch:
         """This batch (its rows' ``lengths``) and new ``rows`` of lengths ``added`` after them."""
@@ -57,7 +60,7 @@ class Batch:
                     buffer[b.shape[0] + i, :, width - n:width] = row[len(layers)][part]
                 buffers.append(buffer)
             layers.append(buffers)
-        return Batch(layers, width)
+        return Batch(layers, width, self.ready_masks)
 
     def keep(self, which: list[int], lengths: list[int], room: int) -> Batch:
         """A batch of the rows ``which`` only (``lengths``: theirs), without the padding that
@@ -73,7 +76,7 @@ class Batch:
                 buffer[:, :, :width] = b[index, :, start:self.width]
                 buffers.append(buffer)
             layers.append(buffers)
-        return Batch(layers, width)
+        return Batch(layers, width, self.ready_masks)
 
     def rows(self, lengths: list[int]) -> list[list[tuple[Any, Any]]]:
         """Each row's keys and values (views of the buffers), given the rows' lengths."""

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
+from . import hf_cache
 from .hf_cache import Batch, cache_layers, plain_cache
 
 
@@ -122,8 +123,11 @@ class BatchSampler:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._closed = False
+        forward = inspect.signature(model.forward).parameters
         # the KV cache's name in forward() and its output: `cache` since transformers 5.x
-        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+        # a prefill needs no logits: where forward() can, it computes the last position's only
+        self._prefill_args = {"logits_to_keep": 1} if "logits_to_keep" in forward else {}
 
     def sample(self, request: SampleRequest) -> Sampled:
         """Queue ``request`` and wait for its tokens."""
@@ -252,7 +256,7 @@ class BatchSampler:
             return batch
         added = [row.length for row in rows[len(rows) - len(joined):]]
         if batch is None:
-            return Batch.of(joined, added, self._room(rows))
+            return Batch.of(joined, added, self._room(rows), ready_masks=self._ready_masks())
         return batch.join([row.length for row in rows[:len(rows) - len(joined)]], joined, added, self._room(rows))
 
     def _step(self, batch: Batch, rows: list[_Row]) -> Batch | None:
@@ -263,7 +267,10 @@ class BatchSampler:
             lengths = torch.tensor([row.length for row in rows], dtype=torch.long, device=device)
             width = batch.width + 1
             # row i's tokens, the one fed now included, are its last length + 1 positions
-            mask = (torch.arange(width, device=device)[None, :] >= (width - 1 - lengths)[:, None]).long()
+            mask = torch.arange(width, device=device)[None, :] >= (width - 1 - lengths)[:, None]
+            # the mask as the attention takes it, where the model takes it ready (else it is built
+            # from the padding mask each step, which costs as much as the attention here)
+            mask = mask[:, None, None, :] if batch.ready_masks else mask.long()
             ids = torch.tensor([[row.pending] for row in rows], dtype=torch.long, device=device)
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=lengths[:, None],
                              use_cache=True, **{self._cache_arg: batch.cache()})
@@ -299,6 +306,13 @@ class BatchSampler:
         if not rows:
             return None
         return batch.keep(keep, [row.length for row in rows], self._room(rows))
+
+    def _ready_masks(self) -> bool:
+        """Whether a step may pass the attention mask ready, ``[rows, 1, 1, width]`` booleans:
+        where the model attends with torch's SDPA and its transformers takes a 4-D mask as it is
+        (the versions whose caches write in place, 5.x)."""
+        config = getattr(self.model, "config", None)
+        return hf_cache.growing_layer() is not None and getattr(config, "_attn_implementation", None) == "sdpa"
 
     @staticmethod
     def _room(rows: list[_Row]) -> int:
@@ -352,9 +366,15 @@ class BatchSampler:
         ids = torch.tensor([run], dtype=torch.long, device=self.model.device)
         positions = torch.arange(done, done + len(run), device=self.model.device)[None]
         with torch.inference_mode():
-            out = self.model(input_ids=ids, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
+            out = self.model(input_ids=ids, position_ids=positions, use_cache=True,
+                             **{self._cache_arg: cache}, **self._prefill_args)
         self.stats["prefill_tokens"] += end - done
-        return [(k[0, :, :end], v[0, :, :end]) for k, v in cache_layers(getattr(out, self._cache_arg))], end
+        layers = [(k[0, :, :end], v[0, :, :end]) for k, v in cache_layers(getattr(out, self._cache_arg))]
+        if end > done:
+            # remembered now, not only when the row ends: requests admitted meanwhile that start
+            # the same way (a group of episodes of one task, sent at once) run only what differs
+            self._store(prompt[:end], layers)
+        return layers, end
 
     def _lookup(self, prompt: list[int]) -> tuple[int, list[tuple[Any, Any]]] | None:
         """The keys and values of the longest remembered run of tokens that ``prompt`` starts
@@ -376,9 +396,14 @@ class BatchSampler:
         """Keep a finished row's keys and values (its prompt and the tokens fed after it) for
         the next turn of its episode, whose prompt extends them, within ``prefix_cache_tokens``."""
         ids = list(row.request.prompt) + row.tokens[:-1]
-        if not 0 < len(ids) <= self.prefix_cache_tokens or layers[0][0].shape[1] != len(ids):
+        if layers[0][0].shape[1] == len(ids):
+            self._store(ids, [(k.clone(), v.clone()) for k, v in layers])  # not views of the batch's buffers
+
+    def _store(self, ids: list[int], kept: list[tuple[Any, Any]]) -> None:
+        """Remember the keys and values ``kept`` of the tokens ``ids``, in place of any shorter
+        run they extend, within ``prefix_cache_tokens`` (least recently used out first)."""
+        if not 0 < len(ids) <= self.prefix_cache_tokens:
             return
-        kept = [(k.clone(), v.clone()) for k, v in layers]  # not views that hold the batch's buffers
         with self._prefix_lock:
             for key, (old, _) in list(self._prefixes.items()):
                 if _common_prefix(old, ids, len(old)) == len(old):  # the same episode, before
