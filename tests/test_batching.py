@@ -174,17 +174,39 @@ def test_a_group_sent_at_once_runs_its_shared_prompt_once(sampler, tokenizer):
     assert sampler.stats["reused_tokens"] - before["reused_tokens"] == 3 * shared
 
 
-def test_a_growing_layer_out_of_room_grows():
-    grow = hf_cache.growing_layer()
-    if grow is None:
-        pytest.skip(f"transformers {transformers.__version__} has no cache layers (< 5): nothing grows")
-    layer_class, _ = grow
-    keys, values = torch.randn(2, 2, 3, 4), torch.randn(2, 2, 3, 4)
-    layer = layer_class(keys.clone(), values.clone(), 3)  # full
-    new_k, new_v = torch.randn(2, 2, 1, 4), torch.randn(2, 2, 1, 4)
-    k, v = layer.update(new_k, new_v)
-    assert torch.equal(k, torch.cat([keys, new_k], dim=2)) and torch.equal(v, torch.cat([values, new_v], dim=2))
-    assert layer.buffers[0].shape[2] > 4  # room for the next ones
+def test_a_batch_changes_without_losing_a_row():
+    """The batch's layout (see hf_cache): rows join into free slots, a longer row moves the batch,
+    a finished row's slot takes the last row, a step out of columns makes room; each row's keys
+    and values stay what they were, and the freed columns are trimmed off."""
+    def row(n: int, fill: float) -> list:
+        return [(torch.full((2, n, 4), fill + layer), torch.full((2, n, 4), -fill - layer)) for layer in (0, 1)]
+
+    def check(batch, expected: dict) -> None:
+        lengths = [n for n, _ in expected.values()]
+        for got, (n, fill) in zip(batch.rows(lengths), expected.values()):
+            for layer, (k, v) in enumerate(got):
+                assert k.shape[1] == n and bool((k == fill + layer).all()) and bool((v == -fill - layer).all())
+        assert batch.span == max(lengths)
+
+    batch = hf_cache.Batch.of([row(5, 1.0), row(3, 2.0)], [5, 3], room=2, slots=4)
+    check(batch, {"a": (5, 1.0), "b": (3, 2.0)})
+    width = batch.width
+    batch.join([5, 3], [row(4, 3.0)], [4], room=2)  # fits: written into a free slot
+    assert batch.width == width
+    check(batch, {"a": (5, 1.0), "b": (3, 2.0), "c": (4, 3.0)})
+    batch.join([5, 3, 4], [row(200, 4.0)], [200], room=2)  # longer than the batch: it moves
+    assert batch.width >= 200
+    check(batch, {"a": (5, 1.0), "b": (3, 2.0), "c": (4, 3.0), "d": (200, 4.0)})
+    order = batch.remove([1, 3], [5, 3, 4, 200])
+    assert order == [0, 2] and batch.n == 2
+    check(batch, {"a": (5, 1.0), "c": (4, 3.0)})  # the long row's columns are trimmed off
+    while batch.width + 1 <= batch.layers[0][0].shape[2]:  # use up the room after the end
+        batch.width += 1  # (as steps would, their columns left unwritten here)
+    used = [b[:2, :, batch.start:batch.width].clone() for layer in batch.layers for b in layer]
+    batch.cache()  # out of columns: it makes room, and keeps every used column
+    assert batch.layers[0][0].shape[2] > batch.width
+    assert all(torch.equal(b[:2, :, batch.start:batch.width], u)
+               for b, u in zip((b for layer in batch.layers for b in layer), used))
 
 
 def test_a_failing_step_fails_its_rows_and_the_sampler_goes_on(sampler, tokenizer, monkeypatch):

@@ -256,7 +256,7 @@ class BatchSampler:
             return batch
         added = [row.length for row in rows[len(rows) - len(joined):]]
         if batch is None:
-            return Batch.of(joined, added, self._room(rows), ready_masks=self._ready_masks())
+            return Batch.of(joined, added, self._room(rows), slots=self.max_batch, ready_masks=self._ready_masks())
         return batch.join([row.length for row in rows[:len(rows) - len(joined)]], joined, added, self._room(rows))
 
     def _step(self, batch: Batch, rows: list[_Row]) -> Batch | None:
@@ -265,9 +265,9 @@ class BatchSampler:
         device = self.model.device
         with torch.inference_mode():
             lengths = torch.tensor([row.length for row in rows], dtype=torch.long, device=device)
-            width = batch.width + 1
-            # row i's tokens, the one fed now included, are its last length + 1 positions
-            mask = torch.arange(width, device=device)[None, :] >= (width - 1 - lengths)[:, None]
+            span = batch.span + 1  # the columns attended to, the one fed now included
+            # row i's tokens, the one fed now included, are its last length + 1 of them
+            mask = torch.arange(span, device=device)[None, :] >= (span - 1 - lengths)[:, None]
             # the mask as the attention takes it, where the model takes it ready (else it is built
             # from the padding mask each step, which costs as much as the attention here)
             mask = mask[:, None, None, :] if batch.ready_masks else mask.long()
@@ -297,15 +297,13 @@ class BatchSampler:
             finished.append(i)
         if not finished:
             return batch
-        parts = batch.rows([row.length for row in rows])
+        lengths = [row.length for row in rows]
+        parts = batch.rows(lengths)
         for i in finished:
             self._remember(rows[i], parts[i])
             rows[i].request.future.set_result(rows[i].result())
-        keep = [i for i in range(len(rows)) if i not in finished]
-        rows[:] = [rows[i] for i in keep]
-        if not rows:
-            return None
-        return batch.keep(keep, [row.length for row in rows], self._room(rows))
+        rows[:] = [rows[i] for i in batch.remove(finished, lengths)]
+        return batch if rows else None
 
     def _ready_masks(self) -> bool:
         """Whether a step may pass the attention mask ready, ``[rows, 1, 1, width]`` booleans:
