@@ -38,7 +38,9 @@ class Batch:
     def of(cls, rows: list[list[tuple[Any, Any]]], lengths: list[int], room: int, slots: int = 1,
            ready_masks: bool = False) -> Batch:
         """A batch of ``rows`` (each row's keys and values per layer, ``[kv_heads, n, head_dim]``,
-        ``n`` its length) with ``slots`` rows of room, and ``room`` free columns after its end."""
+        ``n`` its length) with at least ``slots`` slots, and ``room`` free columns after its end.
+        Slots are added as rows join and kept when they end: memory follows the most rows the
+        batch has run at once."""
         first = rows[0][0][0]
         width = _with_headroom(max(lengths))
         layers = [[first.new_zeros((max(slots, len(rows)), first.shape[0], width + room, first.shape[-1]))

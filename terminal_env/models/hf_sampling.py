@@ -256,7 +256,7 @@ class BatchSampler:
             return batch
         added = [row.length for row in rows[len(rows) - len(joined):]]
         if batch is None:
-            return Batch.of(joined, added, self._room(rows), slots=self.max_batch, ready_masks=self._ready_masks())
+            return Batch.of(joined, added, self._room(rows), ready_masks=self._ready_masks())
         return batch.join([row.length for row in rows[:len(rows) - len(joined)]], joined, added, self._room(rows))
 
     def _step(self, batch: Batch, rows: list[_Row]) -> Batch | None:
