@@ -239,10 +239,11 @@ class TransformersBackend:
         """Stop the generation thread (requests still waiting fail)."""
         self._sampler.close()
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, float]:
         """Counters of the generation thread: requests, decoding steps and the rows they served
-        (``row_steps / steps`` is the mean batch), prompt tokens prefilled,
-        and prompt tokens whose keys and values were reused from the prefix cache."""
+        (``row_steps / steps`` is the mean batch), prompt tokens prefilled, prompt tokens whose
+        keys and values were reused from the prefix cache, and the seconds spent admitting
+        requests (their prefill included) and decoding."""
         return dict(self._sampler.stats)
 
     # -- prompt ---------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import inspect
 import itertools
 import queue
 import threading
+import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -113,8 +114,10 @@ class BatchSampler:
         self._prefix_lock = threading.Lock()
         self._keys = itertools.count()
         #: prompt tokens run and reused from the prefix cache; requests; decoding steps and the
-        #: rows they served (``row_steps / steps`` is the mean batch)
-        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "requests": 0, "steps": 0, "row_steps": 0}
+        #: rows they served (``row_steps / steps`` is the mean batch); seconds the generation
+        #: thread spent admitting requests (prefill included) and decoding
+        self.stats: dict[str, float] = {"prefill_tokens": 0, "reused_tokens": 0, "requests": 0, "steps": 0,
+                                        "row_steps": 0, "admit_seconds": 0.0, "decode_seconds": 0.0}
         #: held by the generation thread while rows run (see ``exclusive``)
         self.lock = threading.Lock()
         self._exclusive = 0
@@ -209,9 +212,13 @@ class BatchSampler:
                             self.lock.acquire()
                             held = True
                         room = self.max_batch - len(rows)
+                        t0 = time.perf_counter()
                         batch = self._admit(batch, rows, [waiting.popleft() for _ in range(min(room, len(waiting)))])
+                        self.stats["admit_seconds"] += time.perf_counter() - t0
                     if rows:
+                        t0 = time.perf_counter()
                         batch = self._step(batch, rows)
+                        self.stats["decode_seconds"] += time.perf_counter() - t0
                 except BaseException as e:  # noqa: BLE001 - every running row's caller sees it
                     for row in rows:
                         if not row.request.future.done():
