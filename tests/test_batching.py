@@ -174,6 +174,53 @@ def test_a_group_sent_at_once_runs_its_shared_prompt_once(sampler, tokenizer):
     assert sampler.stats["reused_tokens"] - before["reused_tokens"] == 3 * shared
 
 
+@pytest.mark.parametrize("kernel", ["cpu flash", "written out"])
+def test_shared_prefix_attention_equals_attention_over_whole_rows(kernel, monkeypatch):
+    """A prefix every row shares, attended once for all rows' queries and merged with each
+    row's own part (left-padded, masked) by log-sum-exp, equals SDPA over the whole rows."""
+    if hf_cache.growing_layer() is None:
+        pytest.skip(f"transformers {transformers.__version__} (< 5): the sampler keeps no shared prefix")
+    if kernel == "written out":
+        monkeypatch.setattr(hf_cache, "CPU_KERNEL", "no_such_kernel")
+    torch.manual_seed(0)
+    rows, heads, kv_heads, dim, shared, own = 3, 4, 2, 8, 50, [7, 20, 13]
+    prefix = [(torch.randn(kv_heads, shared, dim), torch.randn(kv_heads, shared, dim))]
+    width = max(own)
+    key, value = torch.randn(rows, kv_heads, width, dim), torch.randn(rows, kv_heads, width, dim)
+    mask = torch.arange(width)[None, :] >= torch.tensor([width - n for n in own])[:, None]
+    query = torch.randn(rows, heads, 1, dim)
+
+    class Layer:
+        layer_idx = 0
+    out, _ = hf_cache.shared_prefix_attention(Layer(), query, key, value, mask[:, None, None, :],
+                                              scaling=dim ** -0.5, shared_prefix=prefix)
+    for i, n in enumerate(own):  # each row alone: its prefix and its own tokens, no padding
+        k = torch.cat([prefix[0][0], key[i, :, width - n:]], 1).repeat_interleave(heads // kv_heads, 0)
+        v = torch.cat([prefix[0][1], value[i, :, width - n:]], 1).repeat_interleave(heads // kv_heads, 0)
+        expected = torch.nn.functional.scaled_dot_product_attention(query[i], k, v)  # [heads, 1, dim]
+        assert torch.allclose(out[i, 0], expected[:, 0], atol=1e-5)
+
+
+def test_rows_sharing_a_prompt_read_it_once_and_get_the_tokens_they_get_alone(sampler, tokenizer):
+    """Rows that start with the same long prompt (one task's episodes) keep its keys and values
+    once while they run together, joining and leaving at different steps, and sample exactly
+    what each samples alone."""
+    if hf_cache.growing_layer() is None:
+        pytest.skip(f"transformers {transformers.__version__} (< 5): the sampler keeps no shared prefix")
+    prompts = [(LONG + "first", 1, 70), (LONG + "a second one", 2, 30), (LONG, 3, 50)]
+    alone = [sampler.sample(ask(tokenizer, text, seed=seed, max_new=n)) for text, seed, n in prompts]
+    sampler.forget()
+    before = sampler.stats["shared_steps"]
+    requests = []
+    for i, (text, seed, n) in enumerate(prompts):  # joining one by one, while the others run
+        requests.append(ask(tokenizer, text, seed=seed, max_new=n))
+        sampler._submit(requests[-1])
+        wait_for(lambda: sampler.stats["steps"] >= 5 * (i + 1))
+    for r, expected in zip(requests, alone):
+        same(r.future.result(timeout=60), expected)
+    assert sampler.stats["shared_steps"] - before >= 40  # the steps with two rows or more
+
+
 def test_a_batch_changes_without_losing_a_row():
     """The batch's layout (see hf_cache): rows join into free slots, a longer row moves the batch,
     a finished row's slot takes the last row, a step out of columns makes room; each row's keys

@@ -25,7 +25,11 @@ remembered prefix of it (the last turn of the same episode), so a token-exact ep
 its new tokens (:mod:`terminal_env.models.hf_sampling`). ``max_batch=1`` is one request at a
 time. Each row samples with a generator of its own seeded from ``SamplingParams.seed`` (random
 when None), so a seeded request gives the same tokens whatever else is in its batch, up to float
-differences of padded batched arithmetic.
+differences of padded batched arithmetic. Running rows that start with the same 64 tokens or
+more (one system prompt, one task) keep those keys and values once and read them once per step;
+for that, a model attending with SDPA on transformers 5.x gets the attention implementation
+``terminal_env_sdpa_shared_prefix`` (SDPA whenever no shared prefix is passed; the setting is
+not saved with the model).
 
 **Weights.** ``load_weights(checkpoint_dir_or_state_dict, version=...)`` swaps the weights
 between requests without rebuilding the backend (it waits for the running requests);

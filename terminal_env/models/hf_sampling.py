@@ -98,7 +98,7 @@ class BatchSampler:
 
     def __init__(self, torch: Any, model: Any, *, eos_token_ids: list[int],
                  text: Callable[[list[int]], str], max_batch: int = 8, name: str = "model",
-                 prefix_cache_tokens: int = 32768):
+                 prefix_cache_tokens: int = 32768, min_shared: int = 64):
         if max_batch < 1:
             raise ConfigError(f"max_batch must be at least 1, not {max_batch!r}")
         self._torch = torch
@@ -110,14 +110,20 @@ class BatchSampler:
         self.weights_version: str | None = None  # set by the backend; stamped on each result
         #: how many tokens' keys and values are remembered for the next turns of their episodes
         self.prefix_cache_tokens = int(prefix_cache_tokens)
+        #: running rows that all start with at least this many same tokens keep their keys and
+        #: values once, read once per step (0: never; only where the model attends with SDPA on
+        #: transformers 5.x, see hf_cache.use_shared_prefix_attention)
+        self.min_shared = int(min_shared) if min_shared and hf_cache.use_shared_prefix_attention(model) else 0
         self._prefixes: OrderedDict[int, tuple[list[int], list[tuple[Any, Any]]]] = OrderedDict()
         self._prefix_lock = threading.Lock()
         self._keys = itertools.count()
         #: prompt tokens run and reused from the prefix cache; requests; decoding steps and the
-        #: rows they served (``row_steps / steps`` is the mean batch); seconds the generation
-        #: thread spent admitting requests (prefill included) and decoding
+        #: rows they served (``row_steps / steps`` is the mean batch), and the steps that read a
+        #: shared prefix once for all rows; seconds the generation thread spent admitting
+        #: requests (prefill included) and decoding
         self.stats: dict[str, float] = {"prefill_tokens": 0, "reused_tokens": 0, "requests": 0, "steps": 0,
-                                        "row_steps": 0, "admit_seconds": 0.0, "decode_seconds": 0.0}
+                                        "row_steps": 0, "shared_steps": 0, "admit_seconds": 0.0,
+                                        "decode_seconds": 0.0}
         #: held by the generation thread while rows run (see ``exclusive``)
         self.lock = threading.Lock()
         self._exclusive = 0
@@ -262,9 +268,25 @@ class BatchSampler:
         if not joined:
             return batch
         added = [row.length for row in rows[len(rows) - len(joined):]]
+        shared = self._shared(rows)
         if batch is None:
-            return Batch.of(joined, added, self._room(rows), ready_masks=self._ready_masks())
-        return batch.join([row.length for row in rows[:len(rows) - len(joined)]], joined, added, self._room(rows))
+            return Batch.of(joined, added, self._room(rows), ready_masks=self._ready_masks(), shared=shared)
+        running = [row.length for row in rows[:len(rows) - len(joined)]]
+        batch.share(shared, running)
+        return batch.join(running, joined, added, self._room(rows))
+
+    def _shared(self, rows: list[_Row]) -> int:
+        """How many leading tokens in the keys and values all ``rows`` have in common, if at
+        least ``min_shared`` and there are two rows or more; else 0."""
+        if not self.min_shared or len(rows) < 2:
+            return 0
+        first = rows[0].request.prompt + rows[0].tokens
+        n = min(row.length for row in rows)
+        for row in rows[1:]:
+            n = _common_prefix(first, row.request.prompt + row.tokens, n)
+            if n < self.min_shared:
+                return 0
+        return n
 
     def _step(self, batch: Batch, rows: list[_Row]) -> Batch | None:
         """One token for every running row; the rows that finish leave the batch."""
@@ -272,19 +294,21 @@ class BatchSampler:
         device = self.model.device
         with torch.inference_mode():
             lengths = torch.tensor([row.length for row in rows], dtype=torch.long, device=device)
-            span = batch.span + 1  # the columns attended to, the one fed now included
-            # row i's tokens, the one fed now included, are its last length + 1 of them
-            mask = torch.arange(span, device=device)[None, :] >= (span - 1 - lengths)[:, None]
+            span = batch.span + 1  # the buffers' columns attended to, the one fed now included
+            # row i's tokens after the shared ones, the one fed now included, are its last
+            # length - shared + 1 of them
+            mask = torch.arange(span, device=device)[None, :] >= (span - 1 - lengths + batch.shared)[:, None]
             # the mask as the attention takes it, where the model takes it ready (else it is built
             # from the padding mask each step, which costs as much as the attention here)
             mask = mask[:, None, None, :] if batch.ready_masks else mask.long()
             ids = torch.tensor([[row.pending] for row in rows], dtype=torch.long, device=device)
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=lengths[:, None],
-                             use_cache=True, **{self._cache_arg: batch.cache()})
+                             use_cache=True, **{self._cache_arg: batch.cache()}, **batch.attention_kwargs())
             batch.advance(getattr(out, self._cache_arg))
             picked = self._pick(out.logits[:, -1, :].float(), rows)
         self.stats["steps"] += 1
         self.stats["row_steps"] += len(rows)
+        self.stats["shared_steps"] += batch.shared > 0
         eos = self.eos_token_ids
         finished = []
         for i, (row, (tok, lp, lq)) in enumerate(zip(rows, picked)):
@@ -317,7 +341,8 @@ class BatchSampler:
         where the model attends with torch's SDPA and its transformers takes a 4-D mask as it is
         (the versions whose caches write in place, 5.x)."""
         config = getattr(self.model, "config", None)
-        return hf_cache.growing_layer() is not None and getattr(config, "_attn_implementation", None) == "sdpa"
+        return hf_cache.growing_layer() is not None and getattr(config, "_attn_implementation", None) in (
+            "sdpa", hf_cache.SHARED_PREFIX_ATTENTION)
 
     @staticmethod
     def _room(rows: list[_Row]) -> int:
