@@ -83,9 +83,11 @@ def grads_and_weights(prefix: str, module: Any) -> dict[str, torch.Tensor]:
     return out
 
 
-def run_stages(weights: dict[str, Any], data: dict[str, Any], prepare: Callable[[Pair], None]) -> dict[str, Any]:
+def run_stages(weights: dict[str, Any], data: dict[str, Any], prepare: Callable[[Pair], None],
+               save_to: Path) -> dict[str, Any]:
     """One SFT step, one critic epoch, one PPO update, each from ``weights``; ``prepare`` shards
-    the pair (or not). Returns the reports and every gradient and weight after each stage."""
+    the pair (or not); the pair after SFT is saved to ``save_to``. Returns the reports and every
+    gradient and weight after each stage."""
     samples = [Sequence(**s) for s in data["samples"]]
     episodes = [Episode(e["id"], "toy", [Sequence(**s) for s in e["sequences"]], e["reward"], 1.0)
                 for e in data["episodes"]]
@@ -95,6 +97,8 @@ def run_stages(weights: dict[str, Any], data: dict[str, Any], prepare: Callable[
     prepare(pair)
     out["sft"] = sft(pair, samples, SFT)["loss"]
     out.update(grads_and_weights("sft.actor", pair.actor))
+    pair.save(save_to, stage="sft")  # sharded: every rank calls it, rank 0 writes
+    out["saved_id"] = pair.meta["id"]
 
     pair = make_pair(weights)
     prepare(pair)
@@ -116,6 +120,7 @@ def run_stages(weights: dict[str, Any], data: dict[str, Any], prepare: Callable[
 def shard_pair(pair: Pair) -> None:
     distributed.shard(pair.actor)
     distributed.shard(pair.critic)
+    assert distributed.is_sharded(pair.actor) and distributed.is_sharded(pair.critic)  # so saving gathers
 
 
 def worker(out: Path) -> None:
@@ -126,7 +131,7 @@ def worker(out: Path) -> None:
     data = json.loads((out / "data.json").read_text())
     with pytest.raises(ConfigError, match="needs the models sharded"):
         sft(make_pair(weights), [Sequence(**s) for s in data["samples"]], SFT)
-    result = run_stages(weights, data, shard_pair)
+    result = run_stages(weights, data, shard_pair, out / "sharded")
     if distributed.rank() == 0:
         torch.save(result, out / "fsdp.pt")
     distributed.finish()
@@ -196,8 +201,16 @@ def test_fsdp_on_two_processes_matches_one_process(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
 
     assert not distributed.is_distributed()  # this process: the single-process reference
-    expected = run_stages(weights, data, lambda pair: None)
+    expected = run_stages(weights, data, lambda pair: None, tmp_path / "single")
     got = torch.load(tmp_path / "fsdp.pt", weights_only=True)
+
+    # the sharded pair, saved by its two ranks: whole, loadable, and the single process's weights
+    sharded, single = Pair.load(tmp_path / "sharded"), Pair.load(tmp_path / "single")
+    assert got.pop("saved_id") == sharded.meta["id"] and expected.pop("saved_id") == single.meta["id"]
+    for a, b in ((sharded.actor, single.actor), (sharded.critic, single.critic)):
+        theirs = b.state_dict()
+        assert all(torch.allclose(v, theirs[k], atol=WEIGHT_ATOL) for k, v in a.state_dict().items())
+    assert not any(hasattr(v, "full_tensor") for v in sharded.actor.state_dict().values())
 
     assert got.keys() == expected.keys()
     assert got["sft"] == pytest.approx(expected["sft"], abs=ATOL, rel=RTOL)

@@ -19,8 +19,9 @@ shards the actor and the critic, and calls the ordinary training functions::
 
 Every rank reads the whole batch list and the same seeds, so every rank draws the same minibatches;
 each then trains on its share of each minibatch (:func:`rank_share`). On CPU set
-``GLOO_SOCKET_IFNAME=lo`` to keep gloo on loopback. Saving a sharded model needs its full
-state dict gathered first; that is left to the caller.
+``GLOO_SOCKET_IFNAME=lo`` to keep gloo on loopback. ``Pair.save`` on a sharded pair is a
+collective: every rank calls it, the full weights are gathered (:func:`full_state`) and rank 0
+writes them (one filesystem that every rank sees, as with one machine).
 
 **Loss normalisation.** The losses are token means over a minibatch, and FSDP averages the
 gradients over ranks. A rank's loss is multiplied by :func:`loss_scale`, ``world * local tokens
@@ -98,6 +99,33 @@ def finish() -> None:
         dist.destroy_process_group()
 
 
+def is_sharded(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is sharded (by :func:`shard`: FSDP2)."""
+    from torch.distributed.fsdp import FSDPModule  # the optional extra [train] (torch)
+
+    return isinstance(module, FSDPModule)
+
+
+def full_state(module: torch.nn.Module) -> dict[str, torch.Tensor] | None:
+    """``module``'s whole state dict, gathered on rank 0 (in CPU memory) from a sharded module: a
+    collective, every rank calls it; other ranks get None. Unsharded: its own state dict."""
+    if not is_sharded(module):
+        return module.state_dict()
+    from torch.distributed.checkpoint.state_dict import (  # torch, the optional extra [train]
+        StateDictOptions,
+        get_model_state_dict,
+    )
+
+    state = get_model_state_dict(module, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return state if rank() == 0 else None
+
+
+def barrier() -> None:
+    """Wait for every rank (a no-op without a process group)."""
+    if is_distributed():
+        dist.barrier()
+
+
 def is_distributed() -> bool:
     return dist.is_available() and dist.is_initialized()
 
@@ -146,9 +174,7 @@ def require_sharded(*models: torch.nn.Module) -> None:
     and each rank would step on its own share alone."""
     if not is_distributed():
         return
-    from torch.distributed.fsdp import FSDPModule  # the optional extra [train] (torch)
-
-    if not all(isinstance(m, FSDPModule) for m in models):
+    if not all(is_sharded(m) for m in models):
         raise ConfigError("training under torchrun needs the models sharded: call "
                           "terminal_env.train.distributed.shard() on the actor and the critic first")
 

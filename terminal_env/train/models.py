@@ -35,6 +35,7 @@ from safetensors.torch import load_file, save_file
 
 from ..errors import ConfigError
 from ..fileio import write_atomic
+from .distributed import barrier, full_state, rank
 from .losses import token_logprobs
 
 PAIR_FILE = "pair.json"
@@ -93,18 +94,26 @@ class Pair:
 
     def save(self, directory: str | os.PathLike[str], *, stage: str, metrics: dict[str, Any] | None = None) -> Path:
         """Write the pair to ``directory`` (which must not hold another pair) and return it;
-        ``meta`` becomes what was written, the parent being the pair it was loaded as."""
+        ``meta`` becomes what was written, the parent being the pair it was loaded as. On a pair
+        sharded under torchrun every rank calls it: the whole weights are gathered and rank 0
+        writes them; the others wait, then read what it wrote."""
         out = Path(directory)
         if (out / PAIR_FILE).exists():
             raise ConfigError(f"{out} already holds a checkpoint; choose a new directory (checkpoints "
                               f"are never overwritten)")
+        actor_state, critic_state = full_state(self.actor), full_state(self.critic)
+        if rank() != 0:
+            barrier()  # rank 0 writes
+            self.meta = json.loads((out / PAIR_FILE).read_text())
+            return out
         out.mkdir(parents=True, exist_ok=True)
-        self.actor.save_pretrained(out / "actor", safe_serialization=True)
+        body = {k.removeprefix("model."): v for k, v in critic_state.items() if k.startswith("model.")}
+        head = {k.removeprefix("head."): v for k, v in critic_state.items() if k.startswith("head.")}
+        self.actor.save_pretrained(out / "actor", state_dict=actor_state, safe_serialization=True)
         self.tokenizer.save_pretrained(out / "actor")
-        self.critic.model.save_pretrained(out / "critic", safe_serialization=True)
+        self.critic.model.save_pretrained(out / "critic", state_dict=body, safe_serialization=True)
         self.tokenizer.save_pretrained(out / "critic")
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.critic.head.state_dict().items()},
-                  str(out / "critic" / HEAD_FILE))
+        save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, str(out / "critic" / HEAD_FILE))
         actor_id, critic_id = _digest(out / "actor"), _digest(out / "critic")
         for half, own, partner in (("actor", actor_id, critic_id), ("critic", critic_id, actor_id)):
             write_atomic(out / half / HALF_FILE, json.dumps({"role": half, "id": own, "pair": partner}, indent=1))
@@ -113,6 +122,7 @@ class Pair:
                 "created": time.time(), "metrics": metrics or {}}
         write_atomic(out / PAIR_FILE, json.dumps(meta, indent=1))
         self.meta = meta
+        barrier()  # the other ranks read it now
         return out
 
     @classmethod
