@@ -60,6 +60,15 @@ def same(a, b) -> None:
     assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
 
 
+def sample_together(sampler, tokenizer, prompts: list[tuple[str, int, int]]) -> list:
+    """Send every (text, seed, max_new) at once, with nothing remembered; their answers."""
+    sampler.forget()
+    requests = [ask(tokenizer, text, seed=seed, max_new=n) for text, seed, n in prompts]
+    for r in requests:
+        sampler._submit(r)
+    return [r.future.result(timeout=60) for r in requests]
+
+
 def test_a_request_joins_the_running_batch_and_leaves_it_when_it_ends(sampler, tokenizer):
     alone_long = sampler.sample(ask(tokenizer, LONG, seed=1, max_new=300))
     alone_short = sampler.sample(ask(tokenizer, SHORT, seed=2, max_new=10))
@@ -120,14 +129,8 @@ def test_weights_change_only_with_nothing_running(sampler, tokenizer):
 def test_the_copying_cache_of_older_transformers_gives_the_same_tokens(sampler, tokenizer, monkeypatch):
     if int(transformers.__version__.split(".")[0]) >= 5:
         assert hf_cache.growing_layer() is not None  # the in-place path is the one in use here
-    prompts = [(LONG, 1, 40), (SHORT, 2, 25), ("a middle one " * 5, 3, 60)]
-
     def run() -> list:
-        sampler.forget()
-        requests = [ask(tokenizer, text, seed=seed, max_new=n) for text, seed, n in prompts]
-        for r in requests:
-            sampler._submit(r)
-        return [r.future.result(timeout=60) for r in requests]
+        return sample_together(sampler, tokenizer, [(LONG, 1, 40), (SHORT, 2, 25), ("a middle one " * 5, 3, 60)])
 
     in_place = run()
     monkeypatch.setattr(hf_cache, "growing_layer", lambda: None)
@@ -139,14 +142,8 @@ def test_a_ready_mask_gives_the_tokens_of_the_padding_mask(sampler, tokenizer, m
     """Where the model takes the attention mask ready (SDPA, transformers 5.x), a step passes it
     so, instead of a padding mask the model rebuilds each step: the same tokens either way, for
     rows of different lengths (left padding) joining and leaving."""
-    prompts = [(LONG, 1, 40), (SHORT, 2, 25), ("a middle one " * 5, 3, 60)]
-
     def run() -> list:
-        sampler.forget()
-        requests = [ask(tokenizer, text, seed=seed, max_new=n) for text, seed, n in prompts]
-        for r in requests:
-            sampler._submit(r)
-        return [r.future.result(timeout=60) for r in requests]
+        return sample_together(sampler, tokenizer, [(LONG, 1, 40), (SHORT, 2, 25), ("a middle one " * 5, 3, 60)])
 
     if int(transformers.__version__.split(".")[0]) >= 5:
         assert sampler._ready_masks()  # the ready mask is the path in use here
