@@ -253,6 +253,38 @@ def test_a_batch_changes_without_losing_a_row():
                for b, u in zip((b for layer in batch.layers for b in layer), used))
 
 
+def test_a_shared_prefix_grows_and_shrinks_without_changing_a_row():
+    """Rows keep their keys and values whole (``rows()``: shared part and own part) while the
+    batch takes more of their common start into its shared prefix, or gives some back to every
+    row for a row that shares less; the attended columns follow."""
+    def row(n: int, own: float) -> list:  # positions below 10 are common to every row
+        k = torch.arange(n, dtype=torch.float32)[None, :, None].expand(2, n, 4).clone()
+        k[:, 10:] += own
+        return [(k + layer, -k - layer) for layer in (0, 1)]
+
+    def check(batch, rows: list) -> None:
+        lengths = [r[0][0].shape[1] for r in rows]
+        for got, want in zip(batch.rows(lengths), rows):
+            assert all(torch.equal(a, b) for (ka, va), (kb, vb) in zip(got, want) for a, b in ((ka, kb), (va, vb)))
+        assert batch.span == max(lengths) - batch.shared
+
+    rows = [row(30, 100.0), row(20, 200.0)]
+    batch = hf_cache.Batch.of(rows, [30, 20], room=2, slots=3)
+    assert batch.shared == 0 and batch.prefix is None
+    batch.share(10, [30, 20])  # the common start is kept once from now on
+    assert batch.shared == 10 and batch.prefix[0][0].shape[1] == 10
+    check(batch, rows)
+    rows.append(row(15, 300.0))
+    batch.join([30, 20], [rows[-1]], [15], room=2)
+    check(batch, rows)
+    batch.share(4, [30, 20, 15])  # a row that shares only 4 tokens is coming: 6 go back
+    assert batch.shared == 4 and batch.prefix[0][0].shape[1] == 4
+    check(batch, rows)
+    batch.share(0, [30, 20, 15])
+    assert batch.prefix is None and batch.attention_kwargs() == {}
+    check(batch, rows)
+
+
 def test_a_failing_step_fails_its_rows_and_the_sampler_goes_on(sampler, tokenizer, monkeypatch):
     broken = ask(tokenizer, SHORT, seed=1, max_new=5)
 
