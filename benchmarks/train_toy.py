@@ -4,6 +4,7 @@ Usage: python benchmarks/train_toy.py [--kind count-letters] [--train 48] [--val
                                       [--temperature 0.6] [--hidden 64] [--layers 2]
                                       [--sft-epochs 16] [--sft-lr 3e-3] [--sft-batch 2]
                                       [--critic-epochs 8] [--critic-episodes 64] [--critic-init sft]
+                                      [--critic-lr 1e-3] [--critic-head-lr LR] [--critic-normalize]
                                       [--ppo-iterations 2] [--ppo-episodes 16] [--force-ppo REASON]
                                       [--workers 4] [--seed 0] [--skip-critic] [--skip-ppo] [--out FILE]
 
@@ -41,7 +42,9 @@ Phases (wall time of each is reported):
    train tasks (``--critic-episodes`` episodes);
    :func:`terminal_env.train.data.episodes` (reward ``strict_success_first``) and
    :func:`terminal_env.train.critic.recalibrate` fit the critic (held-out explained variance per
-   epoch). **Claim 2**: final held-out EV >= initial EV + 0.05 (``EV_MARGIN``; a critic that
+   epoch; ``--critic-head-lr`` and ``--critic-normalize`` select the head's own learning rate and
+   standardised returns of :class:`~terminal_env.train.critic.CriticConfig`). **Claim 2**: final
+   held-out EV >= initial EV + 0.05 (``EV_MARGIN``; a critic that
    learns only the mean return moves it by about 0.001).
 5. ``ppo``: ``--ppo-iterations`` times: rollouts of the current actor on train tasks, ``episodes``
    (refusing turns sampled by other weights), ``PPO.update``, ``load_weights``. Then the validation
@@ -171,7 +174,11 @@ def main() -> int:
     ap.add_argument("--sft-lr", type=float, default=3e-3)
     ap.add_argument("--sft-batch", type=int, default=2, help="SFT batch size (smaller: more optimizer steps)")
     ap.add_argument("--critic-epochs", type=int, default=8)
-    ap.add_argument("--critic-lr", type=float, default=1e-3)
+    ap.add_argument("--critic-lr", type=float, default=1e-3, help="the critic body's learning rate (0: frozen)")
+    ap.add_argument("--critic-head-lr", type=float, default=None,
+                    help="the value head's learning rate (default: --critic-lr)")
+    ap.add_argument("--critic-normalize", action="store_true",
+                    help="fit standardised returns (values still come out in reward units)")
     ap.add_argument("--critic-episodes", type=int, default=64, help="SFT-actor episodes the critic is fitted on")
     ap.add_argument("--critic-init", choices=("sft", "base"), default="sft",
                     help="the critic's body: a copy of the SFT actor (default) or of the base model")
@@ -287,6 +294,8 @@ def main() -> int:
             batch, skipped = episodes(trajs, reward=REWARD, multi_segment="drop", weights=backend.weights_version)
             t_roll = time.perf_counter() - t0
             calibration = recalibrate(pair, batch, CriticConfig(epochs=args.critic_epochs, lr=args.critic_lr,
+                                                                head_lr=args.critic_head_lr,
+                                                                normalize_returns=args.critic_normalize,
                                                                 batch_size=4, target_explained_variance=0.9,
                                                                 seed=args.seed))
             wall["critic"] = round(time.perf_counter() - t0, 1)

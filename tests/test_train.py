@@ -23,8 +23,8 @@ from terminal_env.models.hf_backend import HFChatTokenizer, TransformersBackend 
 from terminal_env.models.tokens import EpisodeTokens, TokenSegment, TurnSpan  # noqa: E402
 from terminal_env.train import losses  # noqa: E402
 from terminal_env.train.critic import CriticConfig, recalibrate  # noqa: E402
-from terminal_env.train.data import Episode, Sequence, episodes, sft_samples  # noqa: E402
-from terminal_env.train.models import Critic, Pair  # noqa: E402
+from terminal_env.train.data import Episode, Sequence, episodes, pad, pad_id, sft_samples  # noqa: E402
+from terminal_env.train.models import Critic, Pair, action_values  # noqa: E402
 from terminal_env.train.ppo import PPO, PPOConfig  # noqa: E402
 from terminal_env.train.sft import SFTConfig, sft  # noqa: E402
 from terminal_env.trajectory import ModelRef, TaskRef, Trajectory  # noqa: E402
@@ -260,6 +260,43 @@ def test_critic_recalibration_raises_explained_variance_and_leaves_the_actor_bit
     first, last = report["epochs"][0], report["epochs"][-1]
     assert last["explained_variance"] > first["explained_variance"] + 0.5, report["epochs"]
     assert set(last) >= {"epoch", "train_loss", "explained_variance", "correlation"}
+
+
+def prompt_episodes(pair: Pair, n: int, reward) -> list[Episode]:
+    """Episodes of one fixed 3-token answer after the prompt "pick i % 4" (no sampling)."""
+    out = []
+    for i in range(n):
+        prompt = pair.tokenizer.encode(f"<|im_start|>user\npick {i % 4}<|im_end|>\n<|im_start|>assistant\n")
+        answer = pair.tokenizer.encode("echo ok")[:3]
+        out.append(Episode(f"e{i}", "toy", [Sequence(prompt + answer, [0] * len(prompt) + [1] * len(answer),
+                                                     [0.0] * (len(prompt) + len(answer)))], reward(i), 1.0))
+    return out
+
+
+def test_the_value_head_learns_at_its_own_rate_and_a_body_rate_of_0_freezes_the_body(pair):
+    batch = prompt_episodes(pair, 8, lambda i: float(i % 4))
+    body_before, head_before = state(pair.critic.model), state(pair.critic.head)
+    report = recalibrate(pair, batch, CriticConfig(epochs=2, lr=0.0, head_lr=1e-2, batch_size=4))
+    assert unchanged(pair.critic.model, body_before)  # lr 0: the body is not trained
+    assert not unchanged(pair.critic.head, head_before)
+    assert len(report["epochs"]) == 3
+    with pytest.raises(ConfigError, match="head_lr"):
+        recalibrate(pair, batch, CriticConfig(epochs=1, head_lr=0.0))
+
+
+def test_normalised_returns_give_values_in_reward_units(pair):
+    """Returns far from 0 (10 to 13): the critic fits them standardised, and its values, as PPO
+    reads them, come out in reward units (near the returns, not near 0: explained variance alone
+    would not tell, a constant shift leaves it unchanged)."""
+    batch = prompt_episodes(pair, 16, lambda i: 10.0 + i % 4)
+    report = recalibrate(pair, batch, CriticConfig(epochs=30, lr=0.0, head_lr=3e-2, batch_size=4,
+                                                   normalize_returns=True, target_explained_variance=0.9))
+    assert report["return_mean"] == pytest.approx(11.5, abs=0.5) and report["return_std"] > 0.5
+    assert report["explained_variance"] > report["initial_explained_variance"] + 0.1, report["epochs"]
+    with torch.no_grad():
+        values = action_values(pair.critic, pad([s for e in batch for s in e.sequences], pad_id(pair.tokenizer)))
+    mask = pad([s for e in batch for s in e.sequences], pad_id(pair.tokenizer))["mask"] > 0
+    assert 9.0 < float(values[mask].mean()) < 14.0  # reward units: the standardisation is folded in
 
 
 def test_ppo_refuses_an_uncalibrated_critic(pair):

@@ -9,6 +9,18 @@ measured and reported, and training ends as soon as the explained variance reach
 ``target_explained_variance`` (or after ``epochs``). PPO reads the final measurement from the
 checkpoint and refuses a critic below its threshold unless told to.
 
+Two mechanics for a critic whose body is a copy of a language model (zero head, a body that knows
+nothing of values):
+
+* ``head_lr``: the value head learns at its own rate, usually above the body's: one rate for
+  both must be high enough to move the zero head and low enough not to wreck the body's
+  features. ``lr=0`` freezes the body (no gradient runs through it), which fits a linear value
+  of the body's features.
+* ``normalize_returns``: the critic fits the returns standardised by the training part's mean and
+  standard deviation (targets of variance 1, whatever the reward's scale; ``train_loss`` is then
+  in those units); the two are folded into the head at the end (and applied in every
+  measurement), so the values come out, and PPO reads them, in reward units.
+
 Under torchrun with a sharded critic each rank trains on its share of each batch (its loss scaled,
 :mod:`~terminal_env.train.distributed`); every rank measures the whole held-out part.
 """
@@ -30,10 +42,15 @@ from .models import Pair, action_values
 @dataclass
 class CriticConfig:
     epochs: int = 20
+    #: the learning rate of the critic's body (and of its head when ``head_lr`` is None)
     lr: float = 3e-4
+    #: the value head's learning rate (None: ``lr``)
+    head_lr: float | None = None
     batch_size: int = 8
     gamma: float = 1.0
     holdout: float = 0.25
+    #: fit standardised returns; values still come out in reward units (the module docstring)
+    normalize_returns: bool = False
     target_explained_variance: float = 0.5
     max_grad_norm: float = 1.0
     seed: int = 0
@@ -50,14 +67,18 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
     critic, device = pair.critic, next(pair.critic.parameters()).device
     require_sharded(critic)
     critic.requires_grad_(True)
+    if config.lr == 0:  # a frozen body: no gradient through it at all
+        critic.model.requires_grad_(False)
     generator = torch.Generator().manual_seed(config.seed)
     order = torch.randperm(len(episodes), generator=generator).tolist()
     held = max(1, round(len(episodes) * config.holdout))
     rows = _rows(pair, [episodes[i] for i in order[held:]], config)
     held_out = _rows(pair, [episodes[i] for i in order[:held]], config)
-    optimizer = torch.optim.AdamW([p for p in critic.parameters() if p.requires_grad], lr=config.lr)
+    optimizer = _optimizer(critic, config)
     fill = pad_id(pair.tokenizer)
-    history = [{"epoch": 0, **_measure(critic, held_out, fill, device, config)}]
+    shift, scale = _return_scale(rows) if config.normalize_returns else (0.0, 1.0)
+    _rescale_head(critic.head, shift, scale, into_units=False)  # values now in standard units
+    history = [{"epoch": 0, **_measure(critic, held_out, fill, device, config, shift, scale)}]
     for epoch in range(1, config.epochs + 1):
         critic.train()
         shuffled = torch.randperm(len(rows), generator=generator).tolist()
@@ -69,7 +90,7 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
             batch = pad([s for s, _ in part], fill, device)
             if not real:
                 batch["mask"].zero_()
-            returns = pad_rows([r for _, r in part], batch["mask"].shape[1], device)
+            returns = (pad_rows([r for _, r in part], batch["mask"].shape[1], device) - shift) / scale
             values = action_values(critic, batch)
             loss = value_loss(values, values.detach(), returns, batch["mask"], clip=None)
             loss = loss * loss_scale(batch["mask"])
@@ -79,16 +100,57 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
             optimizer.step()
             total += mean_over_ranks(loss.detach()).item() * len(picked)
         history.append({"epoch": epoch, "train_loss": total / len(rows),
-                        **_measure(critic, held_out, fill, device, config)})
+                        **_measure(critic, held_out, fill, device, config, shift, scale)})
         if history[-1]["explained_variance"] >= config.target_explained_variance:
             break
     critic.eval()
+    _rescale_head(critic.head, shift, scale, into_units=True)  # values in reward units again
     final = history[-1]
     return {"epochs": history, "explained_variance": final["explained_variance"],
             "correlation": final["correlation"], "initial_explained_variance": history[0]["explained_variance"],
             "target_explained_variance": config.target_explained_variance,
             "reached": final["explained_variance"] >= config.target_explained_variance,
-            "episodes": len(episodes), "held_out": held}
+            "episodes": len(episodes), "held_out": held,
+            "return_mean": shift if config.normalize_returns else None,
+            "return_std": scale if config.normalize_returns else None}
+
+
+def _optimizer(critic: Any, config: CriticConfig) -> torch.optim.Optimizer:
+    """AdamW over the critic: the body at ``lr``, the head at ``head_lr`` (``lr`` if None)."""
+    head = {id(p) for p in critic.head.parameters()}
+    body = [p for p in critic.parameters() if p.requires_grad and id(p) not in head]
+    head_lr = config.lr if config.head_lr is None else config.head_lr
+    if head_lr <= 0 or config.lr < 0:
+        raise ConfigError(f"CriticConfig: head_lr must be above 0 (it is {head_lr}) and lr at least 0 (it is "
+                          f"{config.lr}; 0 freezes the body)")
+    groups = [{"params": list(critic.head.parameters()), "lr": head_lr}]
+    if body and config.lr > 0:
+        groups.append({"params": body, "lr": config.lr})
+    return torch.optim.AdamW(groups, lr=head_lr)
+
+
+def _return_scale(rows: list[tuple[Sequence, torch.Tensor]]) -> tuple[float, float]:
+    """The mean and standard deviation of the returns over the action tokens of ``rows`` (a
+    standard deviation of 1 when they do not vary: nothing to scale)."""
+    returns = torch.cat([r[torch.tensor(s.mask) > 0].float() for s, r in rows])
+    if returns.numel() == 0:
+        return 0.0, 1.0
+    std = float(returns.std(unbiased=False))
+    return float(returns.mean()), std if std > 1e-8 else 1.0
+
+
+@torch.no_grad()
+def _rescale_head(head: torch.nn.Linear, shift: float, scale: float, *, into_units: bool) -> None:
+    """Make the head give ``value * scale + shift`` (``into_units``: standard units to reward
+    units) or ``(value - shift) / scale`` (the reverse) for the values it gave."""
+    if shift == 0.0 and scale == 1.0:
+        return
+    if into_units:
+        head.weight.mul_(scale)
+        head.bias.mul_(scale).add_(shift)
+    else:
+        head.weight.div_(scale)
+        head.bias.sub_(shift).div_(scale)
 
 
 def _rows(pair: Pair, episodes: list[Episode], config: CriticConfig) -> list[tuple[Sequence, torch.Tensor]]:
@@ -103,15 +165,15 @@ def _rows(pair: Pair, episodes: list[Episode], config: CriticConfig) -> list[tup
 
 @torch.no_grad()
 def _measure(critic: Any, rows: list[tuple[Sequence, torch.Tensor]], fill: int, device: Any,
-             config: CriticConfig) -> dict[str, float]:
-    """Explained variance and correlation of the values with the returns, over every held-out
-    action token."""
+             config: CriticConfig, shift: float = 0.0, scale: float = 1.0) -> dict[str, float]:
+    """Explained variance and correlation of the values (in reward units: the head's output times
+    ``scale`` plus ``shift``) with the returns, over every held-out action token."""
     critic.eval()
     values, returns = [], []
     for start in range(0, len(rows), config.batch_size):
         part = rows[start:start + config.batch_size]
         batch = pad([s for s, _ in part], fill, device)
-        v = action_values(critic, batch)
+        v = action_values(critic, batch) * scale + shift
         r = pad_rows([r for _, r in part], batch["mask"].shape[1], device)
         keep = batch["mask"] > 0
         values.append(v[keep].float().cpu())
