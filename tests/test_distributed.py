@@ -392,7 +392,10 @@ def test_ctrl_c_stops_a_ray_run_leaving_nothing_and_a_resume_finishes_it(cluster
                "--base-url", server.base_url, "--harness", "terminus", "--attempts", "1", "--out", str(out),
                "--quiet", "--ray-address", cluster.address]
         env = {**os.environ, **DRIVER_ENV}
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        # Ctrl-C reaches it as from a terminal, even where the tests run from a shell that ignores
+        # SIGINT (a command started in the background with `&`; its children inherit the ignore)
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         wait_for(lambda: calls or proc.poll() is not None, 60, "the first model request")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

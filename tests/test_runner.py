@@ -207,7 +207,10 @@ def test_interrupted_run_leaves_nothing_and_records_nothing_unfinished(tmp_path,
     with ScriptedServer(lambda body: Stall(60)) as server:
         cmd = [sys.executable, "-m", "terminal_env.cli", "run", "--tasks", TASK, "--model", "openai:m",
                "--base-url", server.base_url, "--attempts", "1", "--out", str(out), "--quiet"]
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # Ctrl-C reaches it as from a terminal, even where the tests run from a shell that ignores
+        # SIGINT (a command started in the background with `&`; its children inherit the ignore)
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not server.requests:  # the episode started and asked the model
             assert time.monotonic() < deadline and proc.poll() is None
