@@ -82,7 +82,9 @@ class VLLMWeightSync:
 
     def push(self, weights: Any, version: str) -> str:
         """Send ``weights`` (a model or a state dict of tensors) to the server as they are now and
-        name them ``version``; returns it. The server pauses generation meanwhile."""
+        name them ``version``; returns it. The server pauses generation meanwhile. A model sharded
+        under torchrun is pushed from rank 0 as its gathered state,
+        ``distributed.full_state(actor)`` (which every rank calls)."""
         self.init()
         state = weights.state_dict() if hasattr(weights, "state_dict") else dict(weights)
         tensors = [(name, t.detach()) for name, t in state.items()]
