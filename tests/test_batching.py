@@ -69,6 +69,20 @@ def sample_together(sampler, tokenizer, prompts: list[tuple[str, int, int]]) -> 
     return [r.future.result(timeout=60) for r in requests]
 
 
+def join_one_by_one_as_alone(sampler, tokenizer, prompts: list[tuple[str, int, int]]) -> None:
+    """Each (text, seed, max_new) sampled alone, then all again joining one by one while the
+    others run: every request gets the tokens it got alone."""
+    alone = [sampler.sample(ask(tokenizer, text, seed=seed, max_new=n)) for text, seed, n in prompts]
+    sampler.forget()
+    requests = []
+    for i, (text, seed, n) in enumerate(prompts):  # joining one by one, while the others run
+        requests.append(ask(tokenizer, text, seed=seed, max_new=n))
+        sampler._submit(requests[-1])
+        wait_for(lambda: sampler.stats["steps"] >= 5 * (i + 1))
+    for r, expected in zip(requests, alone):
+        same(r.future.result(timeout=60), expected)
+
+
 def test_a_request_joins_the_running_batch_and_leaves_it_when_it_ends(sampler, tokenizer):
     alone_long = sampler.sample(ask(tokenizer, LONG, seed=1, max_new=300))
     alone_short = sampler.sample(ask(tokenizer, SHORT, seed=2, max_new=10))
@@ -90,16 +104,8 @@ def test_a_request_joins_the_running_batch_and_leaves_it_when_it_ends(sampler, t
 
 
 def test_a_seeded_request_gets_the_same_tokens_whoever_joins_or_leaves(sampler, tokenizer):
-    prompts = [(LONG, 1, 120), (SHORT, 2, 30), ("a middle one " * 5, 3, 60), (LONG + "more", 4, 80)]
-    alone = [sampler.sample(ask(tokenizer, text, seed=seed, max_new=n)) for text, seed, n in prompts]
-    sampler.forget()
-    requests = []
-    for i, (text, seed, n) in enumerate(prompts):  # joining one by one, while the others run
-        requests.append(ask(tokenizer, text, seed=seed, max_new=n))
-        sampler._submit(requests[-1])
-        wait_for(lambda: sampler.stats["steps"] >= 5 * (i + 1))
-    for r, expected in zip(requests, alone):
-        same(r.future.result(timeout=60), expected)
+    join_one_by_one_as_alone(sampler, tokenizer,
+                             [(LONG, 1, 120), (SHORT, 2, 30), ("a middle one " * 5, 3, 60), (LONG + "more", 4, 80)])
 
 
 def test_weights_change_only_with_nothing_running(sampler, tokenizer):
@@ -204,17 +210,9 @@ def test_rows_sharing_a_prompt_read_it_once_and_get_the_tokens_they_get_alone(sa
     what each samples alone."""
     if hf_cache.growing_layer() is None:
         pytest.skip(f"transformers {transformers.__version__} (< 5): the sampler keeps no shared prefix")
-    prompts = [(LONG + "first", 1, 70), (LONG + "a second one", 2, 30), (LONG, 3, 50)]
-    alone = [sampler.sample(ask(tokenizer, text, seed=seed, max_new=n)) for text, seed, n in prompts]
-    sampler.forget()
-    before = sampler.stats["shared_steps"]
-    requests = []
-    for i, (text, seed, n) in enumerate(prompts):  # joining one by one, while the others run
-        requests.append(ask(tokenizer, text, seed=seed, max_new=n))
-        sampler._submit(requests[-1])
-        wait_for(lambda: sampler.stats["steps"] >= 5 * (i + 1))
-    for r, expected in zip(requests, alone):
-        same(r.future.result(timeout=60), expected)
+    before = sampler.stats["shared_steps"]  # one row alone never shares
+    join_one_by_one_as_alone(sampler, tokenizer,
+                             [(LONG + "first", 1, 70), (LONG + "a second one", 2, 30), (LONG, 3, 50)])
     assert sampler.stats["shared_steps"] - before >= 40  # the steps with two rows or more
 
 
