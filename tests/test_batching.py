@@ -225,7 +225,7 @@ def test_a_batch_changes_without_losing_a_row():
 
     def check(batch, expected: dict) -> None:
         lengths = [n for n, _ in expected.values()]
-        for got, (n, fill) in zip(batch.rows(lengths), expected.values()):
+        for got, (n, fill) in zip([batch.row(i, n) for i, n in enumerate(lengths)], expected.values()):
             for layer, (k, v) in enumerate(got):
                 assert k.shape[1] == n and bool((k == fill + layer).all()) and bool((v == -fill - layer).all())
         assert batch.span == max(lengths)
@@ -252,7 +252,7 @@ def test_a_batch_changes_without_losing_a_row():
 
 
 def test_a_shared_prefix_grows_and_shrinks_without_changing_a_row():
-    """Rows keep their keys and values whole (``rows()``: shared part and own part) while the
+    """Rows keep their keys and values whole (``row()``: shared part and own part) while the
     batch takes more of their common start into its shared prefix, or gives some back to every
     row for a row that shares less; the attended columns follow."""
     def row(n: int, own: float) -> list:  # positions below 10 are common to every row
@@ -262,7 +262,7 @@ def test_a_shared_prefix_grows_and_shrinks_without_changing_a_row():
 
     def check(batch, rows: list) -> None:
         lengths = [r[0][0].shape[1] for r in rows]
-        for got, want in zip(batch.rows(lengths), rows):
+        for got, want in zip([batch.row(i, n) for i, n in enumerate(lengths)], rows):
             assert all(torch.equal(a, b) for (ka, va), (kb, vb) in zip(got, want) for a, b in ((ka, kb), (va, vb)))
         assert batch.span == max(lengths) - batch.shared
 

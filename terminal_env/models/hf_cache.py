@@ -149,17 +149,14 @@ class Batch:
             self.start = self.width - max(lengths[j] for j in order) + self.shared
         return order
 
-    def rows(self, lengths: list[int]) -> list[list[tuple[Any, Any]]]:
-        """Each running row's keys and values, given the rows' lengths (views of the buffers, or
-        new tensors where the row starts with the shared prefix)."""
+    def row(self, i: int, length: int) -> list[tuple[Any, Any]]:
+        """Running row ``i``'s keys and values (``length`` tokens, the shared ones included), per
+        layer, in tensors of their own (not views of the buffers, which the batch reuses)."""
         w, p = self.width, self.shared
-        out = []
-        for i, n in enumerate(lengths):
-            own = [(k[i, :, w - n + p:w], v[i, :, w - n + p:w]) for k, v in self.layers]
-            if self.prefix is not None:
-                own = [(torch_cat(pk, k), torch_cat(pv, v)) for (pk, pv), (k, v) in zip(self.prefix, own)]
-            out.append(own)
-        return out
+        own = [(k[i, :, w - length + p:w], v[i, :, w - length + p:w]) for k, v in self.layers]
+        if self.prefix is None:
+            return [(k.clone(), v.clone()) for k, v in own]
+        return [(torch_cat(pk, k), torch_cat(pv, v)) for (pk, pv), (k, v) in zip(self.prefix, own)]
 
     def attention_kwargs(self) -> dict[str, Any]:
         """What the next forward pass passes to the attention (the shared prefix, if any)."""

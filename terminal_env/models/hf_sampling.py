@@ -329,9 +329,8 @@ class BatchSampler:
         if not finished:
             return batch
         lengths = [row.length for row in rows]
-        parts = batch.rows(lengths)
         for i in finished:
-            self._remember(rows[i], parts[i])
+            self._remember(rows[i], batch.row(i, lengths[i]))
             rows[i].request.future.set_result(rows[i].result())
         rows[:] = [rows[i] for i in batch.remove(finished, lengths)]
         return batch if rows else None
@@ -423,11 +422,12 @@ class BatchSampler:
         return n, [(k[:, :n, :], v[:, :n, :]) for k, v in layers]
 
     def _remember(self, row: _Row, layers: list[tuple[Any, Any]]) -> None:
-        """Keep a finished row's keys and values (its prompt and the tokens fed after it) for
-        the next turn of its episode, whose prompt extends them, within ``prefix_cache_tokens``."""
+        """Keep a finished row's keys and values (its prompt and the tokens fed after it, in
+        tensors of their own) for the next turn of its episode, whose prompt extends them,
+        within ``prefix_cache_tokens``."""
         ids = list(row.request.prompt) + row.tokens[:-1]
         if layers[0][0].shape[1] == len(ids):
-            self._store(ids, [(k.clone(), v.clone()) for k, v in layers])  # not views of the batch's buffers
+            self._store(ids, layers)
 
     def _store(self, ids: list[int], kept: list[tuple[Any, Any]]) -> None:
         """Remember the keys and values ``kept`` of the tokens ``ids``, in place of any shorter
