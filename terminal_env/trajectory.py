@@ -152,7 +152,9 @@ class Trajectory(BaseModel):
 
     # -- files -----------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write atomically (a reader never sees half a file; a kill never leaves one)."""
+        """Write atomically (a reader never sees half a file; a kill never leaves one), making
+        the file's directory if it is missing."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         return write_atomic(path, self.model_dump_json(by_alias=True, indent=1))
 
     @classmethod

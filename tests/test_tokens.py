@@ -235,6 +235,9 @@ def test_a_version_1_trajectory_file_still_loads(tmp_path):
     (tmp_path / "v1.json").write_text(json.dumps(data))
     loaded = Trajectory.load(tmp_path / "v1.json")
     assert loaded.version == 1 and loaded.tokens is None
+    # saving makes a missing directory (it raised FileNotFoundError naming a temporary file)
+    saved = loaded.save(tmp_path / "runs" / "0001" / "trajectory.json")
+    assert Trajectory.load(saved).task.name == "t"
     data["version"] = 3
     (tmp_path / "v3.json").write_text(json.dumps(data))
     from terminal_env.errors import ConfigError
