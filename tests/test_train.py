@@ -107,6 +107,33 @@ def test_the_loss_terms_against_hand_computed_values():
         losses.policy_loss(new, old, adv, mask, dual_clip=0.5)
 
 
+
+def test_the_kl_term_follows_the_reverse_kl_and_k3_would_follow_the_forward_one():
+    """On an exact distribution over 6 tokens (each sampled with the policy's probability), the
+    expected gradient of the KL term is that of KL(policy || reference). The k3 form as a loss
+    would give the gradient of KL(reference || policy) instead: the check that tells them apart."""
+    generator = torch.Generator().manual_seed(0)
+    reference = torch.log_softmax(torch.randn(6, generator=generator), -1)
+    theta = torch.randn(6, generator=generator).requires_grad_(True)
+
+    def expected_gradient(term) -> torch.Tensor:
+        logprobs = torch.log_softmax(theta, -1)
+        weights = logprobs.exp().detach()  # the sampling probabilities: no gradient through them
+        loss = sum(weights[x] * term(logprobs[x].view(1, 1), reference[x].view(1, 1)) for x in range(6))
+        return torch.autograd.grad(loss, theta)[0]
+
+    logprobs = torch.log_softmax(theta, -1)
+    reverse = torch.autograd.grad((logprobs.exp() * (logprobs - reference)).sum(), theta, retain_graph=True)[0]
+    forward = torch.autograd.grad((reference.exp() * (reference - logprobs)).sum(), theta)[0]
+    assert not torch.allclose(reverse, forward, atol=1e-3)  # the two are told apart here
+    ones = torch.ones(1, 1)
+    assert torch.allclose(expected_gradient(lambda lp, ref: losses.kl_penalty(lp, ref, ones)), reverse, atol=1e-6)
+
+    def k3(lp, ref):
+        return losses.masked_mean(torch.exp(ref - lp) - (ref - lp) - 1, ones)
+
+    assert torch.allclose(expected_gradient(k3), forward, atol=1e-6)
+
 # -- models and checkpoints ----------------------------------------------------------------------
 
 

@@ -130,16 +130,24 @@ def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Te
 
 
 def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """An estimate of KL(policy || reference) from the sampled tokens' log-probs, the unbiased,
-    never negative ``k3`` estimator: ``exp(ref - lp) - (ref - lp) - 1``.
+    """The KL term of the actor's loss, for tokens sampled by the policy: the ``k2`` form
+    ``(lp - ref) ** 2 / 2``, whose gradient ``(lp - ref) * grad(lp)`` has as its expectation over
+    the policy's samples the gradient of KL(policy || reference), the reverse KL of the objective.
+
+    Not ``k3`` (``exp(ref - lp) - (ref - lp) - 1``), though it is the unbiased estimate of the KL's
+    value: as a loss its gradient ``(1 - exp(ref - lp)) * grad(lp)`` has as its expectation the
+    gradient of the forward KL(reference || policy). That charges the policy for every token the
+    reference gives mass to, pulling back up, with the unbounded weight ``exp(ref - lp)``, a token
+    the policy has learned to avoid (at temperature 1 the reference's slips of the pen): it undoes
+    the sharpening that PPO is there to do. ``tests/test_train.py`` checks both expectations on an
+    exact distribution.
 
     >>> kl_penalty(torch.tensor([[-1.0]]), torch.tensor([[-1.0]]), torch.ones(1, 1))
     tensor(0.)
-    >>> round(kl_penalty(torch.tensor([[0.0]]), torch.tensor([[-1.0]]), torch.ones(1, 1)).item(), 4)
-    0.3679
+    >>> kl_penalty(torch.tensor([[0.0, -3.0]]), torch.tensor([[-1.0, -1.0]]), torch.ones(1, 2))  # (0.5 + 2) / 2
+    tensor(1.2500)
     """
-    d = ref_logprobs - logprobs
-    return masked_mean(torch.exp(d) - d - 1, mask)
+    return masked_mean(0.5 * (logprobs - ref_logprobs) ** 2, mask)
 
 
 def entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
