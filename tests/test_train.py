@@ -309,6 +309,8 @@ def test_the_value_head_learns_at_its_own_rate_and_a_body_rate_of_0_freezes_the_
     assert len(report["epochs"]) == 3
     with pytest.raises(ConfigError, match="head_lr"):
         recalibrate(pair, batch, CriticConfig(epochs=1, head_lr=0.0))
+    with pytest.raises(ConfigError, match="holdout .* not 1.5"):  # nothing would be left to train on
+        recalibrate(pair, batch, CriticConfig(epochs=1, holdout=1.5))
 
 
 def test_normalised_returns_give_values_in_reward_units(pair):

@@ -60,6 +60,9 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
     """Fit ``pair.critic`` in place; returns the held-out measurements before training and after
     each epoch, and whether the target was reached."""
     config = config or CriticConfig()
+    if not 0 < config.holdout < 1:
+        raise ConfigError(f"CriticConfig.holdout is the share of episodes held out to measure the critic: "
+                          f"between 0 and 1 (e.g. 0.25), not {config.holdout}")
     if len(episodes) < 4:
         raise ConfigError(f"critic recalibration needs at least 4 episodes (a held-out part to measure "
                           f"on), not {len(episodes)}")
