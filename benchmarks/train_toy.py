@@ -78,8 +78,9 @@ fails them, mostly by garbling its command; ``kind_ceiling`` in the JSON is the 
 returns' variance the kind explains, which the instruction shows from the first token on).
 Validation, and claims 1 and 3, stay on the SFT kind's validation tasks. PPO keeps a KL to the SFT actor (``--ppo-kl-coef``):
 without it a run drifted, where the reward does not look, into never submitting. The KL term is
-the k2 form (:func:`terminal_env.train.losses.kl_penalty`): with the k3 form as the loss, a run
-gained at 0.6 and lost at 1.0, as that form pulls back up the slips the policy learned to avoid.
+the k2 form (:func:`terminal_env.train.losses.kl_penalty`). A run with the k3 form as the loss
+gained at 0.6 and lost at 1.0; as a loss, k3 pulls back up the slips the policy learned to avoid
+(a likely cause, not isolated).
 
 Prints one JSON document on stdout (progress on stderr), also written to ``--out``; exits 1 if a
 claim that was run fails. ``claims`` says which held. Note the statistical caveat: with 16
