@@ -107,7 +107,6 @@ def test_the_loss_terms_against_hand_computed_values():
         losses.policy_loss(new, old, adv, mask, dual_clip=0.5)
 
 
-
 def test_the_kl_term_follows_the_reverse_kl_and_k3_would_follow_the_forward_one():
     """On an exact distribution over 6 tokens (each sampled with the policy's probability), the
     expected gradient of the KL term is that of KL(policy || reference). The k3 form as a loss
@@ -133,6 +132,7 @@ def test_the_kl_term_follows_the_reverse_kl_and_k3_would_follow_the_forward_one(
         return losses.masked_mean(torch.exp(ref - lp) - (ref - lp) - 1, ones)
 
     assert torch.allclose(expected_gradient(k3), forward, atol=1e-6)
+
 
 # -- models and checkpoints ----------------------------------------------------------------------
 
