@@ -76,8 +76,9 @@ token where it happens. A real task set mixes tasks the actor can do with tasks 
 that is what a critic learns first; hence the unseen kind among the train tasks (the SFT actor
 fails them, mostly by garbling its command; ``kind_ceiling`` in the JSON is the share of the
 returns' variance the kind explains, which the instruction shows from the first token on).
-Validation, and claims 1 and 3, stay on the SFT kind's validation tasks. PPO keeps a KL to the SFT actor (``--ppo-kl-coef``):
-without it a run drifted, where the reward does not look, into never submitting. The KL term is
+Validation, and claims 1 and 3, stay on the SFT kind's validation tasks. PPO keeps a KL to the
+SFT actor (``--ppo-kl-coef``): without it a run drifted, where the reward does not look, into
+never submitting. The KL term is
 the k2 form (:func:`terminal_env.train.losses.kl_penalty`). A run with the k3 form as the loss
 gained at 0.6 and lost at 1.0; as a loss, k3 pulls back up the slips the policy learned to avoid
 (a likely cause, not isolated).
@@ -191,8 +192,8 @@ def form_ceiling(trajs: list[Any], reward: str = REWARD) -> dict[str, Any]:
     """How much of the returns' variance the form of the replies explains: episodes whose replies,
     digits masked, are the most common ones, against all others. A critic that sees every token
     but cannot tell a right digit from a wrong one (it counts letters no better than the actor)
-    explains at most this much (with the task's kind, :func:`kind_ceiling`, besides), and less
-    before the reply departs from the common form."""
+    explains at most this much from the form alone (the task's kind is another source,
+    :func:`kind_ceiling`), and less before the reply departs from the common form."""
     def form(t: Any) -> str:
         return "\x1e".join(re.sub(r"\d", "#", turn.completion.text) for turn in t.turns if turn.completion)
 
