@@ -114,6 +114,7 @@ from terminal_env.agent import run_agent  # noqa: E402
 from terminal_env.harness import get_harness  # noqa: E402
 from terminal_env.models.base import SamplingParams  # noqa: E402
 from terminal_env.models.simple import ScriptedBackend  # noqa: E402
+from terminal_env.rewards import REWARDS  # noqa: E402
 from terminal_env.tasks.toy import KINDS, write_toy_family  # noqa: E402
 
 #: the reward of the critic's and PPO's episodes and of the reported mean reward (``--reward``)
@@ -197,11 +198,12 @@ def form_ceiling(trajs: list[Any], reward: str = REWARD) -> dict[str, Any]:
     def form(t: Any) -> str:
         return "\x1e".join(re.sub(r"\d", "#", turn.completion.text) for turn in t.turns if turn.completion)
 
-    forms = [form(t) for t in trajs if t is not None and not t.masked]
+    forms = {id(t): form(t) for t in trajs if t is not None and not t.masked}
     if not forms:
         return {"episodes": 0}
-    common = max(set(forms), key=forms.count)
-    return explained_by(trajs, lambda t: "common form" if form(t) == common else "other", reward)
+    seen = list(forms.values())
+    common = max(set(seen), key=seen.count)
+    return explained_by(trajs, lambda t: "common form" if forms[id(t)] == common else "other", reward)
 
 
 def kind_ceiling(trajs: list[Any], reward: str = REWARD) -> dict[str, Any]:
@@ -264,7 +266,7 @@ def main() -> int:
                     help="the temperature of the critic's and PPO's rollouts (the policy that is trained); "
                          "validation is played at it too, and the claims are checked at it")
     ap.add_argument("--command-timeout", type=float, default=COMMAND_TIMEOUT, help="seconds a command may run")
-    ap.add_argument("--reward", default=REWARD, choices=("partial_progress", "strict_success_first", "binary"),
+    ap.add_argument("--reward", default=REWARD, choices=sorted(REWARDS),
                     help="the reward the critic and PPO train on, and the validation's mean reward")
     ap.add_argument("--new-tokens", type=int, default=48, help="max new tokens per turn")
     ap.add_argument("--hidden", type=int, default=64)

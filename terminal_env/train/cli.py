@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-
-_REWARDS = ["binary", "partial_progress", "strict_success_first"]
+from ..rewards import REWARDS
 
 
 def add_train_parser(sub: Any) -> None:
@@ -77,7 +76,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _episodes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trajectories", nargs="+", required=True, help="run directories or trajectory.json files")
-    p.add_argument("--reward", default="strict_success_first", choices=_REWARDS)
+    p.add_argument("--reward", default="strict_success_first", choices=sorted(REWARDS))
     p.add_argument("--multi-segment", default="refuse", choices=["refuse", "accept", "drop"],
                    help="episodes whose prompt could not be extended (default: refuse)")
     p.add_argument("--any-weights", action="store_true",
