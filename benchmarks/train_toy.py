@@ -288,6 +288,8 @@ def main() -> int:
                     help="the kind of the train tasks that SFT never saw, played by the critic and PPO")
     ap.add_argument("--unseen-train", type=int, default=16,
                     help="train tasks of --unseen-kind among the critic's and PPO's (0: none)")
+    ap.add_argument("--ppo-unseen", action=argparse.BooleanOptionalAction, default=True,
+                    help="whether PPO's rollouts include the --unseen-kind tasks (the critic's always do)")
     ap.add_argument("--critic-init", choices=("sft", "base"), default="sft",
                     help="the critic's body: a copy of the SFT actor (default) or of the base model")
     ap.add_argument("--ppo-iterations", type=int, default=12)
@@ -307,6 +309,14 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the task family, the model and the trainer")
     ap.add_argument("--skip-critic", action="store_true")
     ap.add_argument("--skip-ppo", action="store_true")
+    ap.add_argument("--save", type=Path, metavar="DIR",
+                    help="save the pair after each stage as a checkpoint: DIR/sft, DIR/critic, DIR/ppo "
+                         "(Pair.save; DIR must not hold them already)")
+    ap.add_argument("--from-critic", type=Path, metavar="DIR",
+                    help="start from a pair saved after its critic stage (DIR/critic of an earlier --save): "
+                         "skip collect, base, SFT and the critic (claims 1 and 2 are not checked), validate "
+                         "it as the PPO starting point, then run PPO; the other options must be the ones "
+                         "the checkpoint was made with (the task family comes from --seed, --train, ...)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     # caught before minutes of SFT, not when the critic starts
@@ -315,6 +325,13 @@ def main() -> int:
                  f"not {args.critic_holdout}")
     if args.unseen_train < 0:
         ap.error(f"--unseen-train is a number of tasks, 0 or more, not {args.unseen_train}")
+    if args.save is not None:
+        taken = [args.save / stage for stage in ("sft", "critic", "ppo") if (args.save / stage).exists()]
+        if taken:
+            ap.error(f"--save {args.save}: {taken[0]} exists already (checkpoints are never overwritten): "
+                     f"give a new directory")
+    if args.from_critic is not None and args.skip_critic:
+        ap.error("--from-critic starts after the critic stage: --skip-critic leaves nothing to run")
     if args.unseen_train and args.unseen_kind == args.kind:
         ap.error(f"--unseen-kind {args.unseen_kind} is the kind SFT trains on: give another kind, or "
                  f"--unseen-train 0")
@@ -346,12 +363,28 @@ def main() -> int:
         unseen = (write_toy_family(tmp / "unseen", n_train=args.unseen_train, n_validation=0, seed=args.seed,
                                    kind=args.unseen_kind) if args.unseen_train else [])
         rollout_tasks = interleave(train, unseen)
-        tokenizer = make_tokenizer()
-        pair = Pair.start(make_model(tokenizer, seed=args.seed, context=4096, hidden=args.hidden,
-                                     layers=args.layers), tokenizer)
+        if args.from_critic is None:
+            tokenizer = make_tokenizer()
+            pair = Pair.start(make_model(tokenizer, seed=args.seed, context=4096, hidden=args.hidden,
+                                         layers=args.layers), tokenizer)
+        else:
+            try:
+                pair = Pair.load(args.from_critic)
+            except ConfigError as e:
+                log(f"error: --from-critic: {e}")
+                return 2
+            if pair.meta.get("stage") != "critic":
+                log(f"error: --from-critic {args.from_critic}: the pair there was saved after its "
+                    f"{pair.meta.get('stage')!r} stage, not after 'critic': give the 'critic' directory of an "
+                    f"earlier --save")
+                return 2
+            tokenizer = pair.tokenizer
+            result["from_critic"] = {"directory": str(args.from_critic), "pair": pair.meta.get("id"),
+                                     "critic_explained_variance":
+                                         pair.meta["metrics"]["critic"]["explained_variance"]}
         # the serving copy: the trainer's weights reach it only through load_weights
         backend = TransformersBackend(copy.deepcopy(pair.actor), tokenizer, name="tiny", max_batch=args.workers,
-                                      weights_version="base")
+                                      weights_version="base" if args.from_critic is None else "critic-checkpoint")
         # the critic's and PPO's rollouts sample the policy itself (temperature 1 by default);
         # validation is played at that temperature, where the claims are checked, and at the
         # evaluation temperature (0.6, the paper's)
@@ -387,80 +420,89 @@ def main() -> int:
             backend.load_weights({k: v.detach().clone() for k, v in pair.actor.state_dict().items()},
                                  version=version)
 
-        def rollouts(n: int, iteration: int) -> list[Any]:
-            jobs = [(rollout_tasks[(iteration * n + i) % len(rollout_tasks)], 10_000 * (iteration + 1) + i)
-                    for i in range(n)]
+        def rollouts(n: int, iteration: int, tasks: list[Path]) -> list[Any]:
+            jobs = [(tasks[(iteration * n + i) % len(tasks)], 10_000 * (iteration + 1) + i) for i in range(n)]
             return [t for t in play(jobs, lambda _: backend, rollout_params, args.workers, args.command_timeout)
                     if t is not None]
 
-        # -- 1. verified episodes from a scripted agent running the oracle's command -------------
-        t0 = time.perf_counter()
-        scripted = play([(task, 0) for task in train],
-                        lambda task: ScriptedBackend.of_actions([oracle_command(task)], name="oracle-command"),
-                        SamplingParams(), args.workers, args.command_timeout)
-        verified = [t for t in scripted if t is not None and t.strict_success]
-        records = [t.to_chat() for t in verified]
-        samples = sft_samples(records, backend.chat_tokenizer)
-        wall["collect"] = round(time.perf_counter() - t0, 1)
-        log(f"collect: {len(verified)}/{len(train)} scripted episodes verified strict successes, "
-            f"{len(samples)} samples of {len(samples[0].token_ids) if samples else 0} tokens "
-            f"({wall['collect']} s)")
-        result["collect"] = {"train_tasks": len(train), "verified": len(verified),
-                             "samples": len(samples),
-                             "sample_tokens": [min(len(s.token_ids) for s in samples),
-                                               max(len(s.token_ids) for s in samples)] if samples else None,
-                             "trained_tokens_per_sample": round(sum(sum(s.mask) for s in samples)
-                                                                / max(1, len(samples)), 1),
-                             "example": records[0]["messages"][2:] if records else None}
-
-        # -- 2./3. base, SFT, after SFT ----------------------------------------------------------
-        result["base"] = validate("base")
-        t0 = time.perf_counter()
-        report = sft(pair, samples, SFTConfig(epochs=args.sft_epochs, lr=args.sft_lr, batch_size=args.sft_batch,
-                                              seed=args.seed))
-        wall["sft"] = round(time.perf_counter() - t0, 1)
-        log(f"sft: loss per epoch {[round(x, 4) for x in report['loss']]} ({wall['sft']} s)")
-        push("sft")
-        result["sft"] = {"loss": [round(x, 4) for x in report["loss"]], "samples": report["samples"],
-                         "trained_tokens": report["tokens"]}
-        result["after_sft"] = validate("after_sft")
-        claims["sft_raises_validation_strict_success"] = (
-            result["after_sft"][CLAIMS_AT]["strict_success"] > result["base"][CLAIMS_AT]["strict_success"])
-
-        # -- 4. critic recalibration on the SFT actor's episodes --------------------------------
-        if not args.skip_critic:
+        if args.from_critic is None:  # collect, base, SFT, critic (else the checkpoint holds them)
+            # -- 1. verified episodes from a scripted agent running the oracle's command -------------
             t0 = time.perf_counter()
-            if args.critic_init == "sft":  # the value model starts from what the SFT actor knows
-                pair.critic = Critic.from_actor(pair.actor)
-            trajs = rollouts(args.critic_episodes, 0)
-            batch, skipped = episodes(trajs, reward=args.reward, multi_segment="drop", weights=backend.weights_version)
-            t_roll = time.perf_counter() - t0
-            calibration = recalibrate(pair, batch, CriticConfig(epochs=args.critic_epochs, lr=args.critic_lr,
-                                                                head_lr=args.critic_head_lr,
-                                                                normalize_returns=args.critic_normalize,
-                                                                holdout=args.critic_holdout,
-                                                                batch_size=4, target_explained_variance=0.9,
-                                                                seed=args.seed))
-            wall["critic"] = round(time.perf_counter() - t0, 1)
-            rewards = [e.reward for e in batch]
-            result["critic"] = {
-                "episodes": len(batch), "skipped": dict(skipped), "rollout_seconds": round(t_roll, 1),
-                "episode_rewards": {r: rewards.count(r) for r in sorted(set(rewards))},
-                "held_out": calibration["held_out"],
-                "explained_variance_per_epoch": [h["explained_variance"] for h in calibration["epochs"]],
-                "correlation_per_epoch": [h["correlation"] for h in calibration["epochs"]],
-                "initial_explained_variance": calibration["initial_explained_variance"],
-                "explained_variance": calibration["explained_variance"],
-                "return_variance": round(float(torch.tensor(rewards).var(unbiased=False)), 6) if rewards else None,
-                "form_ceiling": form_ceiling(trajs, args.reward),
-                "kind_ceiling": kind_ceiling(trajs, args.reward)}
-            pair.meta = {**pair.meta, "stage": "critic", "metrics": {"critic": calibration}}
-            log(f"critic: held-out EV per epoch {result['critic']['explained_variance_per_epoch']} "
-                f"({wall['critic']} s)")
-            # by a margin: a critic that only learns the mean return scores +-0.001 around its
-            # initial 0, which is no rise
-            claims["critic_raises_explained_variance"] = (
-                calibration["explained_variance"] >= calibration["initial_explained_variance"] + EV_MARGIN)
+            scripted = play([(task, 0) for task in train],
+                            lambda task: ScriptedBackend.of_actions([oracle_command(task)], name="oracle-command"),
+                            SamplingParams(), args.workers, args.command_timeout)
+            verified = [t for t in scripted if t is not None and t.strict_success]
+            records = [t.to_chat() for t in verified]
+            samples = sft_samples(records, backend.chat_tokenizer)
+            wall["collect"] = round(time.perf_counter() - t0, 1)
+            log(f"collect: {len(verified)}/{len(train)} scripted episodes verified strict successes, "
+                f"{len(samples)} samples of {len(samples[0].token_ids) if samples else 0} tokens "
+                f"({wall['collect']} s)")
+            result["collect"] = {"train_tasks": len(train), "verified": len(verified),
+                                 "samples": len(samples),
+                                 "sample_tokens": [min(len(s.token_ids) for s in samples),
+                                                   max(len(s.token_ids) for s in samples)] if samples else None,
+                                 "trained_tokens_per_sample": round(sum(sum(s.mask) for s in samples)
+                                                                    / max(1, len(samples)), 1),
+                                 "example": records[0]["messages"][2:] if records else None}
+
+            # -- 2./3. base, SFT, after SFT ----------------------------------------------------------
+            result["base"] = validate("base")
+            t0 = time.perf_counter()
+            report = sft(pair, samples, SFTConfig(epochs=args.sft_epochs, lr=args.sft_lr, batch_size=args.sft_batch,
+                                                  seed=args.seed))
+            wall["sft"] = round(time.perf_counter() - t0, 1)
+            log(f"sft: loss per epoch {[round(x, 4) for x in report['loss']]} ({wall['sft']} s)")
+            push("sft")
+            if args.save is not None:
+                pair.save(args.save / "sft", stage="sft", metrics={"sft": {"loss": report["loss"],
+                                                                          "samples": report["samples"]}})
+            result["sft"] = {"loss": [round(x, 4) for x in report["loss"]], "samples": report["samples"],
+                             "trained_tokens": report["tokens"]}
+            result["after_sft"] = validate("after_sft")
+            claims["sft_raises_validation_strict_success"] = (
+                result["after_sft"][CLAIMS_AT]["strict_success"] > result["base"][CLAIMS_AT]["strict_success"])
+
+            # -- 4. critic recalibration on the SFT actor's episodes --------------------------------
+            if not args.skip_critic:
+                t0 = time.perf_counter()
+                if args.critic_init == "sft":  # the value model starts from what the SFT actor knows
+                    pair.critic = Critic.from_actor(pair.actor)
+                trajs = rollouts(args.critic_episodes, 0, rollout_tasks)
+                batch, skipped = episodes(trajs, reward=args.reward, multi_segment="drop",
+                                          weights=backend.weights_version)
+                t_roll = time.perf_counter() - t0
+                calibration = recalibrate(pair, batch, CriticConfig(epochs=args.critic_epochs, lr=args.critic_lr,
+                                                                    head_lr=args.critic_head_lr,
+                                                                    normalize_returns=args.critic_normalize,
+                                                                    holdout=args.critic_holdout,
+                                                                    batch_size=4, target_explained_variance=0.9,
+                                                                    seed=args.seed))
+                wall["critic"] = round(time.perf_counter() - t0, 1)
+                rewards = [e.reward for e in batch]
+                result["critic"] = {
+                    "episodes": len(batch), "skipped": dict(skipped), "rollout_seconds": round(t_roll, 1),
+                    "episode_rewards": {r: rewards.count(r) for r in sorted(set(rewards))},
+                    "held_out": calibration["held_out"],
+                    "explained_variance_per_epoch": [h["explained_variance"] for h in calibration["epochs"]],
+                    "correlation_per_epoch": [h["correlation"] for h in calibration["epochs"]],
+                    "initial_explained_variance": calibration["initial_explained_variance"],
+                    "explained_variance": calibration["explained_variance"],
+                    "return_variance": round(float(torch.tensor(rewards).var(unbiased=False)), 6) if rewards else None,
+                    "form_ceiling": form_ceiling(trajs, args.reward),
+                    "kind_ceiling": kind_ceiling(trajs, args.reward)}
+                if args.save is not None:
+                    pair.save(args.save / "critic", stage="critic", metrics={"critic": calibration})
+                else:
+                    pair.meta = {**pair.meta, "stage": "critic", "metrics": {"critic": calibration}}
+                log(f"critic: held-out EV per epoch {result['critic']['explained_variance_per_epoch']} "
+                    f"({wall['critic']} s)")
+                # by a margin: a critic that only learns the mean return scores +-0.001 around its
+                # initial 0, which is no rise
+                claims["critic_raises_explained_variance"] = (
+                    calibration["explained_variance"] >= calibration["initial_explained_variance"] + EV_MARGIN)
+        else:
+            result["after_sft"] = validate("after_sft")  # the checkpoint's actor: PPO's starting point
 
         # -- 5. PPO from the SFT checkpoint ------------------------------------------------------
         trainer = None
@@ -483,7 +525,7 @@ def main() -> int:
             iterations = []
             for it in range(args.ppo_iterations if trainer is not None else 0):
                 t1 = time.perf_counter()
-                trajs = rollouts(args.ppo_episodes, it + 1)
+                trajs = rollouts(args.ppo_episodes, it + 1, rollout_tasks if args.ppo_unseen else train)
                 batch, skipped = episodes(trajs, reward=args.reward, multi_segment="drop",
                                           weights=backend.weights_version)
                 t_roll = time.perf_counter() - t1
@@ -513,6 +555,8 @@ def main() -> int:
                                         "lam": config.lam, "clip": config.clip, "kl_coef": config.kl_coef,
                                         "kl_reference": "the SFT actor" if config.kl_coef > 0 else None}}
             result["after_ppo"] = validate("after_ppo")
+            if args.save is not None:
+                pair.save(args.save / "ppo", stage="ppo", metrics={"ppo": {"iterations": iterations}})
             claims["ppo_raises_validation_mean_reward"] = (
                 result["after_ppo"][CLAIMS_AT]["mean_reward"] > result["after_sft"][CLAIMS_AT]["mean_reward"])
     finally:
