@@ -8,8 +8,9 @@ Usage: python benchmarks/train_toy.py [--kind count-letters] [--train 48] [--val
                                       [--no-critic-normalize]
                                       [--ppo-iterations 12] [--ppo-episodes 32] [--ppo-kl-coef 0.1]
                                       [--min-explained-variance 0.05] [--force-ppo REASON]
-                                      [--command-timeout 15] [--workers 4] [--seed 0] [--skip-critic]
-                                      [--skip-ppo] [--out FILE]
+                                      [--no-ppo-unseen] [--command-timeout 15] [--workers 4] [--seed 0]
+                                      [--skip-critic] [--skip-ppo] [--save DIR] [--from-critic DIR]
+                                      [--out FILE]
 
 Nothing is downloaded: the model is the tiny in-process Llama of the tests (tests/tiny_lm.py,
 its 320-token byte-level BPE tokenizer and chat template), made wider and given a 4,096-token
@@ -83,10 +84,17 @@ the k2 form (:func:`terminal_env.train.losses.kl_penalty`). A run with the k3 fo
 gained at 0.6 and lost at 1.0; as a loss, k3 pulls back up the slips the policy learned to avoid
 (a likely cause, not isolated).
 
+``--save DIR`` keeps the pair after each stage (:meth:`Pair.save`: ``DIR/sft``, ``DIR/critic``,
+``DIR/ppo``, each recording its parent and measurements). ``--from-critic DIR/critic`` starts a
+later run from such a pair, to try PPO settings without redoing SFT and the critic: it validates
+the loaded actor as PPO's starting point (``after_sft``) and runs phase 5 alone.
+
 Prints one JSON document on stdout (progress on stderr), also written to ``--out``; exits 1 if a
-claim that was run fails. ``claims`` says which held. Note the statistical caveat: with 16
-validation tasks and 3 seeds, a difference of a few points is noise; the JSON reports the
-per-seed rates and each task's successes so the spread can be seen.
+claim that was run fails. ``ppo_effect`` is the paired change of each validation episode's reward
+(same task and episode seed) from PPO's start to its end, with its standard error. ``claims`` says
+which held. Note the statistical caveat: with 16 validation tasks and 3 seeds, a difference of a
+few points is noise; the JSON reports the per-seed rates and each task's successes so the spread
+can be seen.
 """
 
 from __future__ import annotations
@@ -251,7 +259,24 @@ def summarise(trajs: list[Any], seeds: list[int], n_tasks: int, reward: str = RE
         "mean_progress": round(sum(t.progress for t in valid) / max(1, len(valid)), 4),
         "per_seed": per_seed, "per_task_successes": per_task, "terminations": terminations,
         "example_first_reply": first_reply,
+        # each episode's reward in job order (None: masked or raised), for paired comparisons
+        "episode_rewards": [None if t is None or t.masked else t.rewards.get(reward, 0.0) for t in trajs],
     }
+
+
+def paired_difference(before: list[float | None], after: list[float | None]) -> dict[str, Any]:
+    """The mean of ``after - before`` over the episodes played (same task, same episode seed) in
+    both, and its standard error: the validation's episodes are paired, so this is the noise of a
+    change, smaller than that of either mean when the two runs fail on the same episodes.
+
+    >>> paired_difference([0.5, 1.0, 0.0, None], [1.0, 1.0, 0.5, 1.0])
+    {'episodes': 3, 'difference': 0.3333, 'standard_error': 0.1667}
+    """
+    pairs = [(b, a) for b, a in zip(before, after) if b is not None and a is not None]
+    diffs = [a - b for b, a in pairs]
+    se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else None
+    return {"episodes": len(diffs), "difference": round(statistics.fmean(diffs), 4) if diffs else None,
+            "standard_error": round(se, 4) if se is not None else None}
 
 
 def main() -> int:
@@ -559,6 +584,9 @@ def main() -> int:
                 pair.save(args.save / "ppo", stage="ppo", metrics={"ppo": {"iterations": iterations}})
             claims["ppo_raises_validation_mean_reward"] = (
                 result["after_ppo"][CLAIMS_AT]["mean_reward"] > result["after_sft"][CLAIMS_AT]["mean_reward"])
+            result["ppo_effect"] = {key: paired_difference(result["after_sft"][key]["episode_rewards"],
+                                                           result["after_ppo"][key]["episode_rewards"])
+                                    for key in temperatures}
     finally:
         if backend is not None:
             backend.close()

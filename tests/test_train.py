@@ -328,6 +328,18 @@ def test_normalised_returns_give_values_in_reward_units(pair):
     assert 9.0 < float(values[mask].mean()) < 14.0  # reward units: the standardisation is folded in
 
 
+def test_ppo_gives_the_value_head_its_own_rate_and_a_critic_rate_of_0_freezes_the_body(pair):
+    batch = prompt_episodes(pair, 8, lambda i: float(i % 4))
+    actor_before, body_before, head_before = state(pair.actor), state(pair.critic.model), state(pair.critic.head)
+    trainer = PPO(pair, PPOConfig(epochs=1, batch_size=4, actor_lr=1e-3, critic_lr=0.0, critic_head_lr=1e-2),
+                  force=True)
+    trainer.update(batch)
+    assert unchanged(pair.critic.model, body_before)
+    assert not unchanged(pair.critic.head, head_before) and not unchanged(pair.actor, actor_before)
+    with pytest.raises(ConfigError, match="PPOConfig.critic_head_lr must be above 0"):
+        PPO(pair, PPOConfig(critic_lr=1e-3, critic_head_lr=0.0), force=True)
+
+
 def test_ppo_refuses_an_uncalibrated_critic(pair):
     with pytest.raises(ConfigError, match="never recalibrated"):
         PPO(pair)
@@ -409,9 +421,13 @@ def test_the_train_commands_chain_checkpoints_and_keep_the_critic_through_sft(to
                  "--out", str(tmp_path / "ppo")]) == 2  # refused: the critic was never recalibrated
     assert "never recalibrated" in " ".join(capsys.readouterr().err.split())
     assert main(["train", "critic", "--pair", str(tmp_path / "sft"), "--trajectories", str(run), "--out",
-                 str(tmp_path / "critic"), "--epochs", "3", "--json"]) == 0
+                 str(tmp_path / "critic"), "--epochs", "3", "--json", "--lr", "0", "--head-lr", "1e-2",
+                 "--normalize-returns", "--holdout", "0.5"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["stage"] == "critic" and len(report["epochs"]) >= 2
+    assert report["held_out"] == 4 and report["return_mean"] is not None  # --holdout, --normalize-returns
+    before, fitted = Pair.load(tmp_path / "sft").critic, Pair.load(tmp_path / "critic").critic
+    assert unchanged(fitted.model, state(before.model)) and not unchanged(fitted.head, state(before.head))  # --lr 0
     assert main(["train", "ppo", "--pair", str(tmp_path / "critic"), "--trajectories", str(run),
                  "--out", str(tmp_path / "ppo"), "--force"]) == 0
     ppo = json.loads((tmp_path / "ppo" / "pair.json").read_text())

@@ -46,7 +46,12 @@ def add_train_parser(sub: Any) -> None:
     _common(c)
     _episodes(c)
     c.add_argument("--epochs", type=int, default=20)
-    c.add_argument("--lr", type=float, default=1e-4)
+    c.add_argument("--lr", type=float, default=1e-4, help="the critic body's learning rate (0 freezes it)")
+    c.add_argument("--head-lr", type=float, default=None, help="the value head's learning rate (default: --lr)")
+    c.add_argument("--normalize-returns", action="store_true",
+                   help="fit standardised returns (the values still come out in reward units)")
+    c.add_argument("--holdout", type=float, default=0.25,
+                   help="the share of the episodes held out to measure the critic on (default 0.25)")
     c.add_argument("--batch-size", type=int, default=8)
     c.add_argument("--target-explained-variance", type=float, default=0.5,
                    help="stop once the held-out explained variance reaches this (default 0.5)")
@@ -58,7 +63,9 @@ def add_train_parser(sub: Any) -> None:
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--actor-lr", type=float, default=1e-6)
-    p.add_argument("--critic-lr", type=float, default=1e-5)
+    p.add_argument("--critic-lr", type=float, default=1e-5, help="the critic body's learning rate (0 freezes it)")
+    p.add_argument("--critic-head-lr", type=float, default=None,
+                   help="the value head's learning rate (default: --critic-lr)")
     p.add_argument("--kl-coef", type=float, default=0.0, help="KL to --reference (default 0: none)")
     p.add_argument("--reference", help="a checkpoint whose actor is the KL reference")
     p.add_argument("--min-explained-variance", type=float, default=0.2,
@@ -143,7 +150,8 @@ def cmd_critic(args: argparse.Namespace) -> int:
     _fresh(args.out)
     pair = Pair.load(args.pair)
     report = recalibrate(pair, _load_episodes(args, pair), CriticConfig(
-        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
+        epochs=args.epochs, lr=args.lr, head_lr=args.head_lr, normalize_returns=args.normalize_returns,
+        holdout=args.holdout, batch_size=args.batch_size, seed=args.seed,
         target_explained_variance=args.target_explained_variance))
     return _report(args, "critic", report, pair.save(args.out, stage="critic", metrics={"critic": report}))
 
@@ -156,7 +164,8 @@ def cmd_ppo(args: argparse.Namespace) -> int:
     pair = Pair.load(args.pair)
     reference = Pair.load(args.reference).actor if args.reference else None
     trainer = PPO(pair, PPOConfig(epochs=args.epochs, batch_size=args.batch_size, actor_lr=args.actor_lr,
-                                  critic_lr=args.critic_lr, kl_coef=args.kl_coef, seed=args.seed,
+                                  critic_lr=args.critic_lr, critic_head_lr=args.critic_head_lr,
+                                  kl_coef=args.kl_coef, seed=args.seed,
                                   min_explained_variance=args.min_explained_variance),
                   reference=reference, force=args.force)
     report = trainer.update(_load_episodes(args, pair))

@@ -36,7 +36,7 @@ from ..errors import ConfigError
 from .data import Episode, Sequence, episode_targets, pad, pad_id, pad_rows
 from .distributed import loss_scale, mean_over_ranks, rank_share, require_sharded
 from .losses import correlation, explained_variance, value_loss
-from .models import Pair, action_values
+from .models import Pair, action_values, critic_optimizer
 
 
 @dataclass
@@ -77,7 +77,7 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
     held = max(1, round(len(episodes) * config.holdout))
     rows = _rows(pair, [episodes[i] for i in order[held:]], config)
     held_out = _rows(pair, [episodes[i] for i in order[:held]], config)
-    optimizer = _optimizer(critic, config)
+    optimizer = critic_optimizer(critic, config.lr, config.head_lr, ("CriticConfig.lr", "CriticConfig.head_lr"))
     fill = pad_id(pair.tokenizer)
     shift, scale = _return_scale(rows) if config.normalize_returns else (0.0, 1.0)
     _rescale_head(critic.head, shift, scale, into_units=False)  # values now in standard units
@@ -116,20 +116,6 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
             "episodes": len(episodes), "held_out": held,
             "return_mean": shift if config.normalize_returns else None,
             "return_std": scale if config.normalize_returns else None}
-
-
-def _optimizer(critic: Any, config: CriticConfig) -> torch.optim.Optimizer:
-    """AdamW over the critic: the body at ``lr``, the head at ``head_lr`` (``lr`` if None)."""
-    head = {id(p) for p in critic.head.parameters()}
-    body = [p for p in critic.parameters() if p.requires_grad and id(p) not in head]
-    head_lr = config.lr if config.head_lr is None else config.head_lr
-    if head_lr <= 0 or config.lr < 0:
-        raise ConfigError(f"CriticConfig: head_lr must be above 0 (it is {head_lr}) and lr at least 0 (it is "
-                          f"{config.lr}; 0 freezes the body)")
-    groups = [{"params": list(critic.head.parameters()), "lr": head_lr}]
-    if body and config.lr > 0:
-        groups.append({"params": body, "lr": config.lr})
-    return torch.optim.AdamW(groups, lr=head_lr)
 
 
 def _return_scale(rows: list[tuple[Sequence, torch.Tensor]]) -> tuple[float, float]:

@@ -186,6 +186,22 @@ def _load_tokenizer(path: str) -> Any:
         raise ConfigError(f"cannot load the tokenizer of {path!r}: {e}") from e
 
 
+def critic_optimizer(critic: Critic, lr: float, head_lr: float | None,
+                     fields: tuple[str, str]) -> torch.optim.Optimizer:
+    """AdamW over ``critic``: the body at ``lr`` (0 freezes it), the value head at ``head_lr``
+    (``lr`` if None). ``fields`` names the two settings in errors (``"CriticConfig.lr"``, ...)."""
+    head = {id(p) for p in critic.head.parameters()}
+    body = [p for p in critic.parameters() if p.requires_grad and id(p) not in head]
+    head_lr = lr if head_lr is None else head_lr
+    if head_lr <= 0 or lr < 0:
+        raise ConfigError(f"{fields[1]} must be above 0 (it is {head_lr}) and {fields[0]} at least 0 (it is "
+                          f"{lr}; 0 freezes the critic's body)")
+    groups = [{"params": list(critic.head.parameters()), "lr": head_lr}]
+    if body and lr > 0:
+        groups.append({"params": body, "lr": lr})
+    return torch.optim.AdamW(groups, lr=head_lr)
+
+
 def sampled_logprobs(actor: Any, batch: dict[str, torch.Tensor], temperature: float = 1.0,
                      with_logits: bool = False) -> Any:
     """The log-prob of every token given the ones before it, under ``logits / temperature``

@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from .data import Episode, Sequence, episode_targets, pad, pad_id, pad_rows
 from .distributed import loss_scale, max_over_ranks, mean_over_ranks, rank_share, require_sharded
 from .losses import entropy, kl_penalty, masked_mean, policy_loss, value_loss, whiten
-from .models import Pair, action_values, sampled_logprobs
+from .models import Pair, action_values, critic_optimizer, sampled_logprobs
 
 
 @dataclass
@@ -41,7 +41,9 @@ class PPOConfig:
     epochs: int = 2
     batch_size: int = 4
     actor_lr: float = 1e-5
+    #: the critic body's learning rate (and its value head's when ``critic_head_lr`` is None; 0 freezes the body)
     critic_lr: float = 1e-4
+    critic_head_lr: float | None = None
     clip: float = 0.2
     dual_clip: float | None = 3.0
     value_clip: float | None = 0.2
@@ -86,7 +88,8 @@ class PPO:
         self.device = next(pair.actor.parameters()).device
         self.fill = pad_id(pair.tokenizer)
         self.actor_optimizer = torch.optim.AdamW(pair.actor.parameters(), lr=self.config.actor_lr)
-        self.critic_optimizer = torch.optim.AdamW(pair.critic.parameters(), lr=self.config.critic_lr)
+        self.critic_optimizer = critic_optimizer(pair.critic, self.config.critic_lr, self.config.critic_head_lr,
+                                                 ("PPOConfig.critic_lr", "PPOConfig.critic_head_lr"))
         self.generator = torch.Generator().manual_seed(self.config.seed)
 
     def update(self, episodes: list[Episode]) -> dict[str, Any]:
