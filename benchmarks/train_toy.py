@@ -560,6 +560,9 @@ def main() -> int:
                                    "rollout_mean_reward": round(upd["mean_reward"], 4),
                                    "rollout_strict_success": round(sum(t.strict_success for t in trajs)
                                                                    / max(1, len(trajs)), 4),
+                                   "rollout_mean_reward_by_kind": {
+                                       kind: g["mean_return"]
+                                       for kind, g in kind_ceiling(trajs, args.reward)["groups"].items()},
                                    **{k: round(upd[k], 5) for k in ("policy_loss", "value_loss", "entropy",
                                                                     "approx_kl", "clip_fraction", "kl")
                                       if k in upd},
