@@ -313,8 +313,9 @@ def main() -> int:
                     help="the kind of the train tasks that SFT never saw, played by the critic and PPO")
     ap.add_argument("--unseen-train", type=int, default=16,
                     help="train tasks of --unseen-kind among the critic's and PPO's (0: none)")
-    ap.add_argument("--ppo-unseen", action=argparse.BooleanOptionalAction, default=True,
-                    help="whether PPO's rollouts include the --unseen-kind tasks (the critic's always do)")
+    ap.add_argument("--ppo-unseen", action=argparse.BooleanOptionalAction, default=False,
+                    help="whether PPO's rollouts include the --unseen-kind tasks too (the critic's always do; "
+                         "off by default: the SFT actor earns ~0 on them, so they carry no reward signal)")
     ap.add_argument("--critic-init", choices=("sft", "base"), default="sft",
                     help="the critic's body: a copy of the SFT actor (default) or of the base model")
     ap.add_argument("--ppo-iterations", type=int, default=12)
