@@ -50,7 +50,7 @@ Phases (wall time of each is reported):
    train tasks (``--critic-episodes`` episodes at ``--rollout-temperature``, a third of them held
    out to measure the critic: ``--critic-holdout``): the SFT kind's, and ``--unseen-train``
    (16) train tasks of ``--unseen-kind`` (``write-number``), a kind SFT never saw, merged in
-   proportion (:func:`interleave`; PPO plays the same set);
+   proportion (:func:`interleave`);
    :func:`terminal_env.train.data.episodes` (reward ``--reward``, partial progress by default) and
    :func:`terminal_env.train.critic.recalibrate` fit the critic (held-out explained variance per
    epoch; the returns standardised unless ``--no-critic-normalize``, the head at its own rate
@@ -58,8 +58,11 @@ Phases (wall time of each is reported):
    final held-out EV >= initial EV + 0.05 (``EV_MARGIN``; a critic that learns only the mean
    return moves it by about 0.001).
 5. ``ppo``: PPO refuses a critic whose explained variance is below ``--min-explained-variance``
-   (unless ``--force-ppo``); then ``--ppo-iterations`` times: rollouts of the current actor on
-   train tasks, ``episodes`` (refusing turns sampled by other weights), ``PPO.update``,
+   (unless ``--force-ppo``); then ``--ppo-iterations`` times: ``--ppo-episodes`` rollouts of
+   the current actor on the SFT kind's train tasks (``--ppo-unseen`` adds the unseen kind's: the
+   SFT actor earns about 0 on them, so their advantages are about 0 and they spend a quarter of
+   the rollouts on KL and entropy terms alone, as RL recipes that drop prompts every sample fails
+   avoid), ``episodes`` (refusing turns sampled by other weights), ``PPO.update``,
    ``load_weights``. Then the validation tasks are played again. **Claim 3**: validation mean
    reward (at the rollout temperature) after PPO > after SFT (the PPO starting point).
 
@@ -312,7 +315,8 @@ def main() -> int:
     ap.add_argument("--unseen-kind", default="write-number", choices=sorted(KINDS),
                     help="the kind of the train tasks that SFT never saw, played by the critic and PPO")
     ap.add_argument("--unseen-train", type=int, default=16,
-                    help="train tasks of --unseen-kind among the critic's and PPO's (0: none)")
+                    help="train tasks of --unseen-kind among the critic's (and with --ppo-unseen, PPO's; "
+                         "0: none)")
     ap.add_argument("--ppo-unseen", action=argparse.BooleanOptionalAction, default=False,
                     help="whether PPO's rollouts include the --unseen-kind tasks too (the critic's always do; "
                          "off by default: the SFT actor earns ~0 on them, so they carry no reward signal)")
@@ -385,7 +389,8 @@ def main() -> int:
         paths = write_toy_family(tmp / "toy", n_train=args.train, n_validation=args.validation, seed=args.seed,
                                  kind=args.kind)
         train, validation = paths[:args.train], paths[args.train:]
-        # the critic's and PPO's train tasks: the SFT kind's, and tasks of a kind SFT never saw
+        # the critic's train tasks: the SFT kind's, and tasks of a kind SFT never saw (PPO's too
+        # with --ppo-unseen)
         unseen = (write_toy_family(tmp / "unseen", n_train=args.unseen_train, n_validation=0, seed=args.seed,
                                    kind=args.unseen_kind) if args.unseen_train else [])
         rollout_tasks = interleave(train, unseen)
