@@ -338,6 +338,10 @@ def test_ppo_gives_the_value_head_its_own_rate_and_a_critic_rate_of_0_freezes_th
     assert not unchanged(pair.critic.head, head_before) and not unchanged(pair.actor, actor_before)
     with pytest.raises(ConfigError, match="PPOConfig.critic_head_lr must be above 0"):
         PPO(pair, PPOConfig(critic_lr=1e-3, critic_head_lr=0.0), force=True)
+    pair.critic.requires_grad_(False)  # as SFT leaves it: PPO, made now, still trains the whole critic
+    body_before = state(pair.critic.model)
+    PPO(pair, PPOConfig(epochs=1, batch_size=4, critic_lr=1e-2), force=True).update(batch)
+    assert not unchanged(pair.critic.model, body_before)
 
 
 def test_ppo_refuses_an_uncalibrated_critic(pair):

@@ -191,7 +191,7 @@ def critic_optimizer(critic: Critic, lr: float, head_lr: float | None,
     """AdamW over ``critic``: the body at ``lr`` (0 freezes it), the value head at ``head_lr``
     (``lr`` if None). ``fields`` names the two settings in errors (``"CriticConfig.lr"``, ...)."""
     head = {id(p) for p in critic.head.parameters()}
-    body = [p for p in critic.parameters() if p.requires_grad and id(p) not in head]
+    body = [p for p in critic.parameters() if id(p) not in head]  # whatever requires_grad says now
     head_lr = lr if head_lr is None else head_lr
     if head_lr <= 0 or lr < 0:
         raise ConfigError(f"{fields[1]} must be above 0 (it is {head_lr}) and {fields[0]} at least 0 (it is "

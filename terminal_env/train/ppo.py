@@ -104,6 +104,8 @@ class PPO:
         temperature = temperatures.pop()
         actor.requires_grad_(True)
         critic.requires_grad_(True)
+        if c.critic_lr == 0:  # the body is frozen: no gradients to compute
+            critic.model.requires_grad_(False)
         rows = self._targets(episodes)
         if c.whiten:
             _whiten([r.advantages for r in rows], [torch.tensor(r.sequence.mask, dtype=torch.float32) for r in rows])
