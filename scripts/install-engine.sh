@@ -24,6 +24,9 @@ say() { echo "install-engine: $*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
 
 engine_up() { docker info >/dev/null 2>&1; }
+# Whether apt offers package $1. grep reads the whole listing: `grep -q` would stop at the first
+# match and apt-cache, writing on, would die of SIGPIPE (exit 141), which pipefail turns into "no".
+has_candidate() { apt-cache policy "$1" 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null; }
 
 # gVisor's runsc, for the hardened mode (SECURITY.md): installed from the machine's Debian mirror
 # where it has the package, and registered in the engine with the arguments it needs here. They
@@ -67,7 +70,6 @@ setup_runsc() {
             return 0
         fi
         export DEBIAN_FRONTEND=noninteractive
-        has_candidate() { apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; }
         if ! has_candidate "${need[0]}"; then
             apt-get update -qq || true
         fi
@@ -117,9 +119,8 @@ setup_stacks() {
     [ -z "${DOCKER_HOST:-}" ] || [ "${DOCKER_HOST}" = "unix:///var/run/docker.sock" ] || return 0
     if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1 \
             && command -v apt-get >/dev/null; then
-        has_compose() { apt-cache policy docker-compose 2>/dev/null | grep -q 'Candidate: [0-9]'; }
-        has_compose || apt-get update -qq || true
-        if has_compose; then
+        has_candidate docker-compose || apt-get update -qq || true
+        if has_candidate docker-compose; then
             say "installing docker-compose (apt-get) for multi-container tasks"
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
                 docker-compose >/dev/null || say "could not install docker-compose"
