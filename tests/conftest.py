@@ -47,6 +47,19 @@ def runtime(request, client, base_image):
     return skip_unless_runtime(client, request.param)
 
 
+@pytest.fixture(scope="session")
+def compose_tool():
+    """The compose tool that multi-container tasks need, or a skip saying why it is not here: like
+    runsc, scripts/install-engine.sh installs it where the machine's Debian sources have it."""
+    from terminal_env.errors import ConfigError
+    from terminal_env.sandbox.stack import compose_command
+
+    try:
+        return compose_command()
+    except ConfigError as e:
+        pytest.skip(str(e))
+
+
 @pytest.fixture(scope="module")
 def runsc(client, base_image):
     """gVisor's runsc, or a skip saying why it is not here."""

@@ -50,7 +50,7 @@ NOTHING = {"containers": [], "networks": [], "volumes": []}
 
 
 @pytest.fixture(scope="module")
-def prepared(client, base_image):
+def prepared(client, base_image, compose_tool):
     return prepare_task(TASK, client=client)
 
 
@@ -191,7 +191,7 @@ def test_services_under_runsc_are_refused_before_anything_starts(client, prepare
     assert left_of(client, "terminal-env.run", "compose-runsc") == NOTHING
 
 
-def test_a_tb1_task_runs_its_services_around_client(client, base_image, tmp_path):
+def test_a_tb1_task_runs_its_services_around_client(client, base_image, compose_tool, tmp_path):
     """Terminal-Bench 1.x: the compose file names `client` (the agent) and the services."""
     d = tmp_path / "tb1-compose"
     shutil.copytree(TASK / "environment" / "api", d / "api")
@@ -287,7 +287,7 @@ def test_the_agent_service_keeps_its_settings_and_gives_up_the_rest():
         check_compose(d, source=Path("/t/x.yaml"), agent="main", task_dir=Path("/t"))
 
 
-def test_a_broken_compose_file_is_a_config_error_naming_it(client, base_image, tmp_path):
+def test_a_broken_compose_file_is_a_config_error_naming_it(client, base_image, compose_tool, tmp_path):
     d = tmp_path / "broken-compose"
     shutil.copytree(TASK, d)
     (d / "environment" / "docker-compose.yaml").write_text("services:\n  api:\n    build: ./api\n    ports: [8000\n")
@@ -312,7 +312,7 @@ def test_stack_spec_is_plain_data():
         StackSpec(document={}, bogus=1)
 
 
-def test_tasks_build_builds_the_services_too(client, base_image, capsys):
+def test_tasks_build_builds_the_services_too(client, base_image, compose_tool, capsys):
     from terminal_env.cli import main
 
     assert main(["tasks", "build", str(TASK)]) == 0

@@ -214,7 +214,7 @@ def test_rollouts_land_on_both_nodes(cluster, client):
         assert containers_of(client, w["pid"]) == []
 
 
-def test_a_multi_container_task_on_ray_workers_with_warm_pools(cluster, client):
+def test_a_multi_container_task_on_ray_workers_with_warm_pools(cluster, client, compose_tool):
     """Each episode's services start with its sandbox on the worker (warm ones included), the
     tests ask them, and nothing of any stack is left once the pool closes."""
     compose = str(ROOT / "tests/data/tasks/harbor-compose")

@@ -138,7 +138,8 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=900, env={**os.environ, **env})
 
 
-def test_foreign_tasks_behind_an_intercepting_proxy_build_once_and_score(client, base_image, tmp_path):
+def test_foreign_tasks_behind_an_intercepting_proxy_build_once_and_score(client, base_image, compose_tool,
+                                                                         tmp_path):
     proxy = InterceptingProxy(tmp_path, {"/wordhelp.py": HELPER})
     gateway = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
     settings = {"TERMINAL_ENV_BUILD_PROXY": f"http://{gateway}:{proxy.port}",
