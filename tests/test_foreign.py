@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from terminal_env.errors import ImageBuildError
+from terminal_env.sandbox.cleanup import LABEL_MANAGED
 from terminal_env.tasks import load_task
 from terminal_env.tasks.build import build_image
 
@@ -133,6 +134,21 @@ def tb1_task(d: Path) -> None:
     (d / "solution.sh").write_text(SOLUTION)
 
 
+def docker0_address(client, image: str) -> str:
+    """The host's address on Docker's default bridge: the gateway the network lists, or, where the
+    engine lists none (seen after a daemon reload), the gateway a container on it is given."""
+    for cfg in client.networks.get("bridge").attrs["IPAM"].get("Config") or []:
+        if cfg.get("Gateway"):
+            return cfg["Gateway"].split("/")[0]
+    box = client.containers.run(image, ["sleep", "60"], detach=True,
+                                labels={LABEL_MANAGED: "1", "terminal-env.task": "foreign-gateway-probe"})
+    try:
+        box.reload()
+        return box.attrs["NetworkSettings"]["Networks"]["bridge"]["Gateway"]
+    finally:
+        box.remove(force=True)
+
+
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "terminal_env.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=900, env={**os.environ, **env})
@@ -141,7 +157,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_foreign_tasks_behind_an_intercepting_proxy_build_once_and_score(client, base_image, compose_tool,
                                                                          tmp_path):
     proxy = InterceptingProxy(tmp_path, {"/wordhelp.py": HELPER})
-    gateway = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    gateway = docker0_address(client, base_image)
     settings = {"TERMINAL_ENV_BUILD_PROXY": f"http://{gateway}:{proxy.port}",
                 "TERMINAL_ENV_CA_BUNDLE": str(proxy.ca)}
     try:
