@@ -67,9 +67,9 @@ def traj_of(harness: str, turns: list[tuple[str, list[ActionResult]]]) -> Trajec
     return t
 
 
-def act(tool: str, args: dict, *, error: str | None = None, out: str = "") -> ActionResult:
+def act(tool: str, args: dict, *, error: str | None = None, out: str = "", code: int | None = 0) -> ActionResult:
     return ActionResult(action=HarnessAction(tool=tool, args=args), error=error,
-                        commands=[CommandRecord(action={"kind": "command"}, text="", observation=out)])
+                        commands=[CommandRecord(action={"kind": "command"}, text="", observation=out, exit_code=code)])
 
 
 def test_harness_actions_become_generic_commands_and_the_verifier_stays_out():
@@ -89,8 +89,8 @@ def test_harness_actions_become_generic_commands_and_the_verifier_stays_out():
     planner = DeterministicPlanner()
     kw = dict(instruction="do it", task_path="/t", task_digest="d", attempt=1, source_path="p")
     pb = planner.plan(terminus, **kw)
-    assert pb.commands() == ["ls -la"] and pb.steps[0].why == "Look first. List the files."
-    assert any("C-c" in d for d in pb.dropped) and any("without Enter" in d for d in pb.dropped)
+    assert pb.commands() == ["ls -la", "#!keys C-c", "#!keys 'echo typed-but-not-run'"]
+    assert pb.steps[0].why == "Look first. List the files." and pb.steps[1].keys == ["C-c"]  # keys survive
     pb2 = planner.plan(tools, **kw)
     assert pb2.commands() == [heredoc("/app/a.txt", "one\ntwo"), python_edit("/app/a.txt", "two", "2")]
     assert any("read_file" in d for d in pb2.dropped) and any("refused" in d for d in pb2.dropped)
@@ -215,7 +215,10 @@ def test_rsr_end_to_end_on_bundled_train_tasks(client, base_image, tmp_path):
             traj.save(path)
 
     asyncio.run(b_attempts())
-    run.collect()  # plays only what is missing: task A under the three harnesses
+    masked = Trajectory(task=TaskRef(name=A), harness="tool-calling", model=ModelRef(name="x", backend="x"), masked=True)
+    masked.save(run.path("collect", A, "tool-calling-1"))  # an infrastructure failure: played again
+    run.collect()  # plays only what is missing or masked: task A under the three harnesses
+    assert not Trajectory.load(run.path("collect", A, "tool-calling-1")).masked
     solved = {(t, k) for t, k, _ in run.kept()}
     assert solved == {(A, "generic-1"), (A, "terminus-1"), (A, "tool-calling-1"), (A, "generic-2"), (B, "terminus-1")}
     run.plan()
@@ -265,7 +268,7 @@ def test_rsr_end_to_end_on_bundled_train_tasks(client, base_image, tmp_path):
     again.execute()
     assert {p: p.stat().st_mtime_ns for p in (out / "collect").glob("*/*.json")} == before
     assert again.build()["records"] == len(rows)
-    with pytest.raises(ConfigError, match="other settings \\(attempts"):
+    with pytest.raises(ConfigError, match="made with other settings \\(attempts"):
         RSRRun(out, RSRConfig(tasks=[str(POOL / A), str(POOL / B)], concurrency=2, attempts=3))
     shutil.rmtree(out / "dataset")
     from terminal_env.cli import main

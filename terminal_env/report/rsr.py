@@ -10,23 +10,33 @@ from typing import Any
 
 from .html import badge, cap, esc, page, table
 
-_FUNNEL_ROWS = (
-    ("tasks", "tasks"), ("unplayable", "unplayable by the policy"), ("masked", "masked (infrastructure)"),
-    ("unique_tasks_solved", "unique tasks solved"), ("playbooks", "playbooks"), ("reruns", "re-runs"),
-    ("reruns_verified", "re-runs verified"), ("records", "records written"),
-    ("solved_only_under_other_harnesses", "tasks solved only under a non-generic harness"),
-    ("solved_only_under_other_harnesses_in_records", "... of them in the records"),
-)
+
+def funnel_rows(f: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The funnel as (label, value) rows, in the order a reader follows it (the CLI's table and
+    the report's show the same)."""
+    rows: list[tuple[str, Any]] = [("mode", f["mode"])]
+    rows += [(f"role: {r}", d) for r, d in f["roles"].items()]
+    rows += [("tasks", f["tasks"]), ("attempts the policy could not play", f["unplayable_attempts"]),
+             ("... their tasks", f["unplayable_tasks"]), ("masked (infrastructure)", f["masked"])]
+    rows += [(f"attempts: {h}", n) for h, n in f["attempts"].items()]
+    rows += [(f"strict successes: {h}", n) for h, n in f["strict_successes"].items()]
+    rows += [("unique tasks solved", f["unique_tasks_solved"]), ("playbooks", f["playbooks"]),
+             ("planner errors", f["plan_errors"]), ("reviewed", f["reviewed"]), ("reviewer errors", f["review_errors"])]
+    rows += [(f"rejected: {kind}", n) for kind, n in sorted(f["rejected"].items())]
+    rows += [("re-runs", f["reruns"]), ("re-runs verified", f["reruns_verified"])]
+    rows += [(f"left out at build: {k}", n) for k, n in sorted(f["built"].items())]
+    rows += [("records written (this round)", f["records"]), ("tasks in the records", f["tasks_in_records"]),
+             ("tasks solved only under a non-generic harness", f["solved_only_under_other_harnesses"]),
+             ("... of them in the records", f["solved_only_under_other_harnesses_in_records"])]
+    for stage, s in f["stages"].items():
+        if s.get("seconds") is not None or s.get("prompt_tokens") or s.get("completion_tokens"):
+            tokens = s.get("prompt_tokens", 0) + s.get("completion_tokens", 0)
+            rows.append((f"{stage}: wall time, tokens", f"{s.get('seconds', 0):.1f} s, {tokens}"))
+    return rows
 
 
 def _funnel(f: dict[str, Any]) -> str:
-    rows = [[esc(label), esc(f.get(key, ""))] for key, label in _FUNNEL_ROWS[:3]]
-    rows += [[esc(f"attempts: {h}"), esc(n)] for h, n in f.get("attempts", {}).items()]
-    rows += [[esc(f"strict successes: {h}"), esc(n)] for h, n in f.get("strict_successes", {}).items()]
-    rows += [[esc(label), esc(f.get(key, ""))] for key, label in _FUNNEL_ROWS[3:5]]
-    rows += [[esc(f"rejected: {k}"), esc(n)] for k, n in sorted(f.get("rejected", {}).items())]
-    rows += [[esc(label), esc(f.get(key, ""))] for key, label in _FUNNEL_ROWS[5:]]
-    return table(["stage", "count"], rows)
+    return table(["stage", "count"], [[esc(label), esc(value)] for label, value in funnel_rows(f)])
 
 
 def _commands(traj: Any) -> str:
@@ -54,7 +64,7 @@ def rsr_page(entries: list[dict[str, Any]], funnel: dict[str, Any]) -> str:
         status = (badge("accepted", "o-passed") if verdict and verdict.accepted
                   else badge("rejected", "o-failed") if verdict else badge("not reviewed", "o-none"))
         reasons = "".join(f"<li>{esc(r)}</li>" for r in (verdict.reasons if verdict else []))
-        steps = "".join(f"<li>{'<p>' + esc(s.why) + '</p>' if s.why else ''}<pre>{esc(cap(s.command, 2000))}</pre></li>"
+        steps = "".join(f"<li>{'<p>' + esc(s.why) + '</p>' if s.why else ''}<pre>{esc(cap(s.text(), 2000))}</pre></li>"
                         for s in pb.steps)
         dropped = "".join(f"<li>{esc(d)}</li>" for d in pb.dropped)
         parts.append(

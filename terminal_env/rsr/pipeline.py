@@ -2,90 +2,98 @@
 
 ::
 
-    collect   one policy on the train split under several harnesses, k attempts each; only strict
-              successes of the protected verifier are kept     -> collect/<task>/<harness>-<k>.json
+    collect   the policy on the train split under several harnesses, k attempts each; only strict
+              successes of the protected verifier are kept    -> collect/<task>/<harness>-<k>.json
     plan      each kept trajectory -> a harness-neutral playbook -> playbooks/<task>/<harness>-<k>.json
     review    leak checks, then a model reviewer if given         -> reviews/<task>/<harness>-<k>.json
-    execute   each accepted playbook re-run from scratch under the generic harness; only strict
-              successes are kept                                  -> execute/<task>/<harness>-<k>.json
-    build     verified re-runs -> chat JSONL with an assistant-only loss mask and provenance,
-              deduplicated                                        -> dataset/train.jsonl, funnel.json
+    execute   each accepted playbook re-run from scratch under the generic harness, by a model
+              guided by the playbook or by replaying its steps -> execute/<task>/<harness>-<k>.json
+    build     verified re-runs of the playbooks on disk -> chat JSONL, card, funnel (:mod:`.dataset`)
 
-Every stage skips what it already wrote, so a killed run goes on where it stopped; ``all`` runs them
-in order. The validation and test splits are refused as input: checkpoints are chosen on the
-validation split and scored on the test split, so their solutions must never become training data.
+Every stage skips what it already wrote, so a killed run goes on where it stopped (masked
+episodes, those an infrastructure failure ended, are played again; a planner or reviewer error is
+recorded beside the file it would have written and retried); ``all`` runs them in order. The
+validation and test splits are refused as input: checkpoints are chosen on the validation split
+and scored on the test split, so their solutions must never become training data.
+
+The roles and what a resume may change are in :mod:`.config`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..actions import Command
+from ..actions import Command, Keys, action_to_text
 from ..errors import ConfigError
 from ..fileio import write_atomic
 from ..harness import harness_class
 from ..models.registry import make_backend
-from ..models.simple import ScriptedBackend
-from ..models.typed import UntypeableSolution
-from ..report.rsr import rsr_page
+from ..models.simple import ScriptedBackend, fenced
+from ..models.typed import UntypeableSolution, typed_commands
 from ..scale.rollout import RolloutPool
 from ..tasks import Task, load_task
 from ..tasks.load import find_tasks
 from ..trajectory import Trajectory
+from .config import ANSWER_PARAMS, FROZEN_BY, ROLES, RSRConfig, Role, changed_settings
 from .plan import PROMPTS, DeterministicPlanner, ModelPlanner
-from .playbook import Playbook, Verdict, reason_kinds
+from .playbook import Playbook, Verdict
 from .review import LeakChecks, ModelReviewer, review
 
 STAGES = ("collect", "plan", "review", "execute", "build")
-HARNESSES = ("generic", "terminus", "tool-calling")
 #: what every dataset record says it is: text rendered by the generic harness, not tokens a policy sampled
 RECORD_KIND = "rsr-rendered"
-
-
-class RSRConfig(BaseModel):
-    """What a run is; saved as ``rsr.json``. A resumed run must be the same run."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tasks: list[str]
-    harnesses: list[str] = Field(default_factory=lambda: list(HARNESSES))
-    model: str = "typed-oracle"
-    backend_options: dict[str, Any] = Field(default_factory=dict)
-    attempts: int = Field(1, ge=1)
-    concurrency: int = Field(2, ge=1)
-    max_turns: int = Field(50, ge=1)
-    ray_address: str | None = None
-    planner: str | None = None  # a model spec; None: the deterministic planner alone
-    planner_prompt: str | None = None
-    reviewer: str | None = None  # a model spec; None: the leak checks alone
-    reviewer_prompt: str | None = None
-    executor: str | None = None  # a model spec; None: the steps are replayed as they are
-    executor_prompt: str | None = None
 
 
 def _key(harness: str, attempt: int) -> str:
     return f"{harness}-{attempt}"
 
 
+def episode_seed(base: int, task: str, harness: str, attempt: int) -> int:
+    """A seed of its own for every episode, mixed from the run's seed, the task, the harness and
+    the attempt (one seed for all would sample the same way across tasks and harnesses).
+
+    >>> episode_seed(0, "a", "generic", 1) != episode_seed(0, "a", "generic", 2)
+    True
+    """
+    blob = json.dumps([base, task, harness, attempt]).encode()
+    return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def task_keys(paths: list[Path]) -> dict[str, Path]:
+    """A key per task that cannot collide: the directory's name, or where two tasks share a name,
+    the name and a digest of the resolved path."""
+    names: dict[str, int] = {}
+    for p in paths:
+        names[p.name] = names.get(p.name, 0) + 1
+    out: dict[str, Path] = {}
+    for p in paths:
+        key = p.name if names[p.name] == 1 else f"{p.name}-{hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:8]}"
+        if key in out:
+            raise ConfigError(f"the task {p} is given twice")
+        out[key] = p
+    return out
+
+
 class GuidedBackend:
     """The executor as a model: the playbook is added to what the model is sent (never to the
-    trajectory, whose conversation stays the task's own), and it plays under the generic harness."""
+    trajectory, whose conversation stays the task's own), and it plays under the generic harness.
+    The inner backend is shared by every re-run (a local model is loaded once)."""
 
     def __init__(self, inner: Any, playbook: Playbook, prompt: str | Path | None = None):
         self.inner = inner
         path = Path(prompt) if prompt else PROMPTS / "executor.md"
         if not path.is_file():
             raise ConfigError(f"executor prompt {path} does not exist")
-        steps = "\n".join(f"{i}. {s.why + chr(10) if s.why else ''}```bash\n{s.command}\n```"
+        steps = "\n".join(f"{i}. {s.why + chr(10) if s.why else ''}```bash\n{s.text()}\n```"
                           for i, s in enumerate(playbook.steps, 1))
         self.note = path.read_text().replace("{steps}", steps)
         self.name = f"executor:{getattr(inner, 'name', type(inner).__name__)}"
+        self.weights_version = getattr(inner, "weights_version", None)
 
     def start_episode(self, env: Any, harness: Any) -> None:
         if hasattr(self.inner, "start_episode"):
@@ -99,8 +107,20 @@ class GuidedBackend:
         return self.inner.complete(sent, **kw)
 
 
+def replay_replies(playbook: Playbook, with_reasons: bool) -> list[str]:
+    """The replay executor's replies: each step as the generic harness writes it (a command with
+    the timeout its source gave, if any; keystrokes as ``#!keys``), its reason before it when asked."""
+    replies = []
+    for s in playbook.steps:
+        action = Keys(keys=list(s.keys)) if s.keys else Command(command=s.command, timeout=s.timeout)
+        block = fenced(action_to_text(action))
+        replies.append(f"{s.why}\n\n{block}" if with_reasons and s.why else block)
+    return [*replies, fenced("#!submit")]
+
+
 class RSRRun:
-    """One self-rewrite run in ``out``."""
+    """One self-rewrite run in ``out``. ``config``: the run's settings (None: those saved in
+    ``out``); a resumed run may change only what its files do not depend on (:mod:`.config`)."""
 
     def __init__(self, out: str | Path, config: RSRConfig | None = None, *,
                  log: Callable[[str], None] = lambda m: None, client: Any = None):
@@ -109,29 +129,36 @@ class RSRRun:
         self.client = client
         saved = self.out / "rsr.json"
         if saved.is_file():
-            old = RSRConfig.model_validate_json(saved.read_text())
-            if config is not None and config != old:
-                changed = sorted(k for k in RSRConfig.model_fields if getattr(config, k) != getattr(old, k))
-                raise ConfigError(f"{saved}: this run was made with other settings ({', '.join(changed)} "
-                                  "differ); resume it with the same ones, or use another --out")
-            config = old
+            old = load_config(saved)
+            if config is not None:
+                produced = {s for s in FROZEN_BY if any((self.out / s).glob("*/*.json"))}
+                changed = changed_settings(old, config, produced)
+                if changed:
+                    raise ConfigError(
+                        f"{saved}: files of this run were made with other settings ({'; '.join(changed)}); "
+                        "resume it with the same ones, or start another run with another --out")
+            config = config or old
         if config is None:
-            raise ConfigError(f"{self.out} holds no RSR run (no rsr.json); give the tasks to start one")
+            raise ConfigError(f"{self.out} holds no self-rewrite run (no rsr.json); give --tasks to start one")
         self.config = config
         self.tasks = self._load_tasks()
+        self._backends: dict[str, Any] = {}
+        self._checks: dict[str, LeakChecks] = {}
         self.out.mkdir(parents=True, exist_ok=True)
         write_atomic(saved, config.model_dump_json(indent=1))
 
-    # ------------------------------------------------------------------ tasks
+    # ------------------------------------------------------------------ tasks and roles
     def _load_tasks(self) -> dict[str, Task]:
         if not self.config.harnesses:
             raise ConfigError("give at least one harness (the recipe collects under three)")
         for name in self.config.harnesses:
             harness_class(name)  # an unknown harness is refused before anything runs
+        if self.config.collector.spec is None:
+            raise ConfigError("the collector needs a policy: --model hf:DIR, openai:NAME or typed-oracle")
         paths = find_tasks(self.config.tasks)
         if not paths:
             raise ConfigError(f"no task directories in {', '.join(self.config.tasks)}")
-        tasks = {p.name: load_task(p) for p in paths}
+        tasks = {key: load_task(p) for key, p in task_keys(paths).items()}
         held = [f"{t.name} ({t.split or 'no split'})" for t in tasks.values() if t.split != "train"]
         if held:
             raise ConfigError(
@@ -141,6 +168,18 @@ class RSRRun:
                 "their solutions must never become training data; give only train tasks, or add "
                 "--only-train to take the train tasks of the folders given")
         return tasks
+
+    def backend(self, role: str) -> Any:
+        """The role's backend, built once per run and shared by its uses (in self-rewrite one
+        local model serves every role)."""
+        r: Role = self.config.role(role)
+        key = json.dumps([r.spec, r.options], sort_keys=True, default=str)
+        if key not in self._backends:
+            try:
+                self._backends[key] = make_backend(r.spec or "", **r.options)
+            except (ConfigError, OSError, ValueError) as exc:
+                raise ConfigError(f"the {role} {r.spec!r} cannot be built: {exc}") from None
+        return self._backends[key]
 
     def path(self, stage: str, task: str, key: str) -> Path:
         return self.out / stage / task / f"{key}.json"
@@ -157,22 +196,54 @@ class RSRRun:
         return RolloutPool(max_concurrency=self.config.concurrency, client=self.client,
                            ray_address=self.config.ray_address)
 
+    def _untypeable(self, task: Task) -> str | None:
+        """Why the typed oracle cannot play ``task`` (checked here, before any episode: under Ray
+        the error would come back from a worker and stop the whole stage)."""
+        main = task.solution_files().get("solve.sh") if task.has_solution else None
+        if main is None:
+            return f"task {task.name!r}: no solve.sh to type"
+        try:
+            typed_commands(main.decode() if isinstance(main, bytes) else Path(main).read_text(),
+                           source=f"task {task.name!r} solve.sh")
+        except UntypeableSolution as exc:
+            return str(exc)
+        return None
+
     def collect(self) -> None:
-        cfg = self.config
-        jobs = [(name, h, k) for name in self.tasks for h in cfg.harnesses for k in range(1, cfg.attempts + 1)
-                if not self.path("collect", name, _key(h, k)).is_file()
-                and not self.path("collect", name, _key(h, k)).with_suffix(".error").is_file()]
-        self.log(f"collect: {len(jobs)} episode(s) to play ({cfg.model}, {', '.join(cfg.harnesses)})")
+        cfg, c = self.config, self.config.collector
+        jobs = []
+        for name, task in self.tasks.items():
+            why = self._untypeable(task) if c.spec == "typed-oracle" else None
+            for h in cfg.harnesses:
+                for k in range(1, cfg.attempts + 1):
+                    path = self.path("collect", name, _key(h, k))
+                    if why is not None:
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        write_atomic(path.with_suffix(".error"), why)
+                    elif not path.with_suffix(".error").is_file() and (
+                            not path.is_file() or Trajectory.load(path).masked):  # masked: played again
+                        jobs.append((name, h, k))
+        self.log(f"collect: {len(jobs)} episode(s) to play ({c.spec}, {', '.join(cfg.harnesses)})")
+        if not jobs:
+            return
+        # A model policy is built once here and shared with the other roles; a model-free one
+        # (episode state) and anything under Ray go as the spec.
+        shared = not c.model_free and cfg.ray_address is None
+        policy = self.backend("collector") if shared else c.spec
+        options = {} if shared else dict(c.options)
+        params = c.sampling() if c.params else None
 
         async def one(pool: RolloutPool, name: str, harness: str, k: int) -> None:
             path = self.path("collect", name, _key(harness, k))
             path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                traj = await pool.rollout(cfg.model, self.tasks[name].path, harness, seed=k,
-                                          max_turns=cfg.max_turns, **cfg.backend_options)
+                traj = await pool.rollout(policy, self.tasks[name].path, harness, params=params,
+                                          seed=episode_seed(cfg.seed, name, harness, k),
+                                          max_turns=cfg.max_turns, **options)
             except UntypeableSolution as exc:  # this task cannot be played by this policy
                 write_atomic(path.with_suffix(".error"), str(exc))
                 return
+            traj.extra["rsr"] = {"task_key": name, "attempt": k, "round": cfg.round}
             traj.save(path)
 
         async def main() -> None:
@@ -193,68 +264,104 @@ class RSRRun:
     def plan(self) -> None:
         cfg = self.config
         planner: DeterministicPlanner = DeterministicPlanner()
-        if cfg.planner:
-            planner = ModelPlanner(make_backend(cfg.planner), cfg.planner_prompt)
+        if cfg.planner.spec:
+            planner = ModelPlanner(self.backend("planner"), cfg.planner.prompt,
+                                   params=cfg.planner.sampling(ANSWER_PARAMS))
         for task, key, traj in self.kept():
             path = self.path("playbooks", task, key)
             if path.is_file():
                 continue
             t = self.tasks[task]
-            playbook = planner.plan(
-                traj, instruction=t.instruction, task_path=str(t.path),
-                task_digest=f"{t.tests_digest}:{t.environment_digest}",
-                attempt=int(key.rsplit("-", 1)[1]), source_path=str(self.path("collect", task, key)))
+            try:
+                playbook = planner.plan(
+                    traj, instruction=t.instruction, task_path=str(t.path),
+                    task_digest=f"{t.tests_digest}:{t.environment_digest}",
+                    attempt=int(key.rsplit("-", 1)[1]), source_path=str(self.path("collect", task, key)))
+            except Exception as exc:  # noqa: BLE001 - one reply must not stop the stage; recorded, retried
+                _record_error(path, "plan", exc)
+                self.log(f"plan: {task}/{key} failed ({type(exc).__name__}: {exc}); recorded, retried on resume")
+                continue
+            path.with_suffix(".error").unlink(missing_ok=True)
             path.parent.mkdir(parents=True, exist_ok=True)
             playbook.save(path)
 
     def review(self) -> None:
         cfg = self.config
-        model = ModelReviewer(make_backend(cfg.reviewer), cfg.reviewer_prompt) if cfg.reviewer else None
-        checks: dict[str, LeakChecks] = {}
+        model = None
+        if cfg.reviewer.spec:
+            model = ModelReviewer(self.backend("reviewer"), cfg.reviewer.prompt)
+            model.params = cfg.reviewer.sampling(ANSWER_PARAMS)
         for task, key, path in self._items("playbooks"):
             out = self.path("reviews", task, key)
             if out.is_file():
                 continue
-            t = self.tasks[task]
-            if task not in checks:
-                checks[task] = LeakChecks(t.path, tests_dir=t.tests_dir, environment_dir=t.environment_dir,
-                                          instruction=t.instruction)
-            verdict = review(Playbook.load(path), checks[task], model)
+            playbook = Playbook.load(path)
+            try:
+                verdict = review(playbook, self.leak_checks(task), model)
+            except Exception as exc:  # noqa: BLE001 - recorded beside the verdict, retried on resume
+                _record_error(out, "review", exc)
+                self.log(f"review: {task}/{key} failed ({type(exc).__name__}: {exc}); recorded, retried on resume")
+                continue
+            out.with_suffix(".error").unlink(missing_ok=True)
             out.parent.mkdir(parents=True, exist_ok=True)
-            verdict.save(out)
+            verdict.model_copy(update={"playbook_key": playbook.key}).save(out)
+
+    def leak_checks(self, task: str) -> LeakChecks:
+        if task not in self._checks:
+            t = self.tasks[task]
+            self._checks[task] = LeakChecks(t.path, tests_dir=t.tests_dir, environment_dir=t.environment_dir,
+                                            instruction=t.instruction)
+        return self._checks[task]
 
     def accepted(self) -> list[tuple[str, str, Playbook]]:
+        """Playbooks whose verdict accepts them, and was given to the playbook now on disk."""
         out = []
         for task, key, path in self._items("reviews"):
-            if Verdict.load(path).accepted:
-                out.append((task, key, Playbook.load(self.path("playbooks", task, key))))
+            playbook = Playbook.load(self.path("playbooks", task, key))
+            verdict = Verdict.load(path)
+            if verdict.accepted and verdict.playbook_key == playbook.key:
+                out.append((task, key, playbook))
         return out
 
     def execute(self) -> None:
+        cfg, e = self.config, self.config.executor
         todo = []
         for task, key, playbook in self.accepted():
             path = self.path("execute", task, key)
-            if path.is_file() and not Trajectory.load(path).masked:  # a masked re-run is tried again
-                continue
+            if path.is_file():
+                done = Trajectory.load(path)
+                meta = done.extra.get("rsr") or {}
+                if not done.masked and meta.get("key") == playbook.key and meta.get("executor") == (e.spec or "replay") \
+                        and (e.spec or meta.get("with_reasons") == cfg.build.with_reasons):
+                    continue  # done, for this playbook (a masked or stale re-run is played again)
             todo.append((task, key, playbook))
         self.log(f"execute: {len(todo)} playbook(s) to re-run under the generic harness")
+        if not todo:
+            return
+        inner = self.backend("executor") if e.spec else None
+        params = e.sampling() if e.spec and e.params else None
 
-        cfg = self.config
+        def backend_for(playbook: Playbook) -> Callable[[], Any]:
+            if inner is not None:
+                return lambda: GuidedBackend(inner, playbook, e.prompt)
+            replies = replay_replies(playbook, cfg.build.with_reasons)
 
-        def backend_for(playbook: Playbook, limit: float) -> Callable[[], Any]:
-            if cfg.executor:
-                return lambda: GuidedBackend(make_backend(cfg.executor, **cfg.backend_options), playbook,
-                                             cfg.executor_prompt)
-            actions = [Command(command=s.command, timeout=s.timeout or limit) for s in playbook.steps]
-            return lambda: ScriptedBackend.of_actions(actions, name="rsr-executor")
+            def replay() -> ScriptedBackend:
+                b = ScriptedBackend(replies, name="rsr-replay")
+                b.native_harness = "generic"
+                return b
+            return replay
 
         async def one(pool: RolloutPool, task: str, key: str, playbook: Playbook) -> None:
             t = self.tasks[task]
             path = self.path("execute", task, key)
             path.parent.mkdir(parents=True, exist_ok=True)
-            turns = cfg.max_turns if cfg.executor else len(playbook.steps) + 2
-            traj = await pool.rollout(backend_for(playbook, t.agent_timeout), t.path, "generic", max_turns=turns)
-            traj.extra["rsr"] = {"playbook": str(self.path("playbooks", task, key)), "key": playbook.key}
+            turns = cfg.max_turns if inner is not None else len(playbook.steps) + 2
+            harness, attempt = key.rsplit("-", 1)
+            traj = await pool.rollout(backend_for(playbook), t.path, "generic", max_turns=turns, params=params,
+                                      seed=episode_seed(cfg.seed + 1, task, harness, int(attempt)))
+            traj.extra["rsr"] = {"playbook": str(self.path("playbooks", task, key)), "key": playbook.key,
+                                 "executor": e.spec or "replay", "with_reasons": cfg.build.with_reasons}
             traj.save(path)
 
         async def main() -> None:
@@ -264,50 +371,22 @@ class RSRRun:
         asyncio.run(main())
 
     def build(self) -> dict[str, Any]:
-        """The dataset (``dataset/train.jsonl``) and the funnel (``dataset/funnel.json``)."""
-        records, seen = [], set()
-        order = {h: i for i, h in enumerate(self.config.harnesses)}
-        verified = []
-        for task, key, path in self._items("execute"):
-            traj = Trajectory.load(path)
-            if traj.strict_success and not traj.masked:
-                verified.append((task, key, traj))
-        verified.sort(key=lambda x: (x[0], order.get(x[1].rsplit("-", 1)[0], 99), int(x[1].rsplit("-", 1)[1])))
-        for task, key, traj in verified:
-            playbook = Playbook.load(self.path("playbooks", task, key))
-            if (task, playbook.key) in seen:
-                continue  # the same steps from another harness or attempt
-            seen.add((task, playbook.key))
-            verdict = Verdict.load(self.path("reviews", task, key))
-            chat = traj.to_chat()
-            records.append({
-                "messages": chat["messages"],
-                "loss_mask": [m.get("role") == "assistant" for m in chat["messages"]],
-                "kind": RECORD_KIND,
-                "sampled_tokens": False,
-                "task": task,
-                "task_digest": playbook.task_digest,
-                "source_harness": playbook.source.harness,
-                "source_trajectory_id": playbook.source.trajectory_id,
-                "source_attempt": playbook.source.attempt,
-                "policy": playbook.source.policy,
-                "weights": playbook.source.weights,
-                "playbook": [s.model_dump() for s in playbook.steps],
-                "planner": playbook.planner,
-                "review": verdict.model_dump(),
-                "verifier": traj.verification,
-                "rerun_trajectory_id": traj.id,
-            })
-        out = self.out / "dataset"
-        out.mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "train.jsonl", "".join(json.dumps(r) + "\n" for r in records))
-        funnel = self.funnel(records=len(records))
-        write_atomic(out / "funnel.json", json.dumps(funnel, indent=1))
+        """The dataset (``dataset/train.jsonl``, its card) and the funnel (``dataset/funnel.json``)."""
+        from .dataset import build_dataset
+
+        build_dataset(self)
         self.report()
+        return self._write_funnel()
+
+    def _write_funnel(self) -> dict[str, Any]:
+        funnel = self.funnel()
+        write_atomic(self.out / "dataset" / "funnel.json", json.dumps(funnel, indent=1))
         return funnel
 
     def report(self) -> Path:
         """``OUT/report/rsr.html``: the funnel, and each playbook beside its source and re-run."""
+        from ..report.rsr import rsr_page
+
         def load(path: Path, cls: Any) -> Any:
             return cls.load(path) if path.is_file() else None
 
@@ -319,57 +398,51 @@ class RSRRun:
         (self.out / "report").mkdir(parents=True, exist_ok=True)
         return write_atomic(self.out / "report" / "rsr.html", rsr_page(entries, self.funnel()))
 
-    # ------------------------------------------------------------------ the funnel
-    def funnel(self, records: int | None = None) -> dict[str, Any]:
-        cfg = self.config
-        attempts = {h: 0 for h in cfg.harnesses}
-        successes = {h: 0 for h in cfg.harnesses}
-        solved_by: dict[str, set[str]] = {}
-        unplayable = sum(1 for _ in (self.out / "collect").glob("*/*.error")) if (self.out / "collect").is_dir() else 0
-        masked = 0
-        for task, key, path in self._items("collect"):
-            harness = key.rsplit("-", 1)[0]
-            traj = Trajectory.load(path)
-            attempts[harness] = attempts.get(harness, 0) + 1
-            masked += traj.masked
-            if traj.strict_success and not traj.masked:
-                successes[harness] = successes.get(harness, 0) + 1
-                solved_by.setdefault(task, set()).add(harness)
-        rejected: dict[str, int] = {}
-        for _, _, path in self._items("reviews"):
-            for kind in set(reason_kinds(Verdict.load(path).reasons)):
-                rejected[kind] = rejected.get(kind, 0) + 1
-        reruns = [Trajectory.load(p) for _, _, p in self._items("execute")]
-        only_other = sorted(t for t, hs in solved_by.items() if "generic" not in hs)
-        in_records: set[str] = set()
-        written = 0
-        if (self.out / "dataset" / "train.jsonl").is_file():
-            for line in (self.out / "dataset" / "train.jsonl").open():
-                in_records.add(json.loads(line)["task"])
-                written += 1
-        return {
-            "tasks": len(self.tasks),
-            "attempts": attempts,
-            "unplayable": unplayable,
-            "masked": masked,
-            "strict_successes": successes,
-            "unique_tasks_solved": len(solved_by),
-            "playbooks": len(self._items("playbooks")),
-            "reviewed": len(self._items("reviews")),
-            "rejected": rejected,
-            "reruns": len(reruns),
-            "reruns_verified": sum(t.strict_success and not t.masked for t in reruns),
-            "reruns_masked": sum(t.masked for t in reruns),
-            "records": records if records is not None else written,
-            "tasks_in_records": len(in_records),
-            "solved_only_under_other_harnesses": len(only_other),
-            "solved_only_under_other_harnesses_in_records": len(set(only_other) & in_records),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+    def funnel(self) -> dict[str, Any]:
+        from .funnel import funnel
+
+        return funnel(self)
 
     def run(self, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
         for stage in stages:
             t0 = time.monotonic()
             getattr(self, stage)()
-            self.log(f"{stage}: done in {time.monotonic() - t0:.1f} s")
+            seconds = time.monotonic() - t0
+            self._add_time(stage, seconds)
+            self.log(f"{stage}: done in {seconds:.1f} s")
+        if (self.out / "dataset").is_dir():
+            return self._write_funnel()  # with this command's times
         return self.funnel()
+
+    def _add_time(self, stage: str, seconds: float) -> None:
+        """Wall time per stage, summed over every command that ran it (``OUT/stages.json``)."""
+        path = self.out / "stages.json"
+        times = json.loads(path.read_text()) if path.is_file() else {}
+        entry = times.setdefault(stage, {"seconds": 0.0, "runs": 0})
+        entry["seconds"] = round(entry["seconds"] + seconds, 3)
+        entry["runs"] += 1
+        write_atomic(path, json.dumps(times, indent=1))
+
+
+def _record_error(path: Path, stage: str, exc: BaseException) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path.with_suffix(".error"), f"{stage}: {type(exc).__name__}: {exc}"[:2000])
+
+
+def load_config(path: Path) -> RSRConfig:
+    """``rsr.json``, read; a run written before the roles were settings of their own is read too."""
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc}); is this a self-rewrite run directory?") from None
+    if isinstance(data, dict) and "model" in data:  # the first layout: one model, roles as specs
+        options = data.pop("backend_options", {}) or {}
+        data["collector"] = {"spec": data.pop("model"), "options": options}
+        for role in ROLES[1:]:
+            spec, prompt = data.pop(role, None), data.pop(f"{role}_prompt", None)
+            data[role] = {"spec": spec, "prompt": prompt,
+                          "options": dict(options) if role == "executor" and spec else {}}
+    try:
+        return RSRConfig.model_validate(data)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not a self-rewrite run's settings ({str(exc).splitlines()[0]})") from None

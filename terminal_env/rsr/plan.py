@@ -6,11 +6,13 @@ messages a trajectory carries are not in it). Harness-specific actions become th
 stand for:
 
 * generic ``bash`` blocks and tool-calling ``bash`` calls: their command;
-* Terminus keystrokes typed into the shell (``ls -la`` + Enter): the command; a lone key
-  (``C-c``, ``Escape``) or text typed without Enter is dropped, and says so;
+* Terminus keystrokes typed at the shell's prompt (``ls -la`` + Enter, the prompt back after it):
+  the command; keystrokes for a program reading the terminal (an editor, a REPL), a lone key
+  (``C-c``, ``Escape``) or text typed without Enter: a keystroke step (the generic ``#!keys``);
+  generic ``#!keys`` and tool-calling ``keys`` likewise;
 * tool-calling ``write_file``: a readable here-document; ``edit``: a small ``python3`` edit that
   checks the old text occurs once, as the tool did;
-* refused actions, ``read_file`` (it changes nothing), ``#!keys`` and ``submit``: dropped.
+* refused actions, ``read_file`` (it changes nothing) and ``submit``: dropped.
 
 :class:`DeterministicPlanner` does only that. :class:`ModelPlanner` asks a model backend with the
 prompt in ``prompts/planner.md`` (or a file of the user's) to write the playbook from the same view.
@@ -25,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..harness.terminus import keystroke_keys
 from ..models.base import SamplingParams
+from ..output import truncate_middle
 from ..trajectory import Trajectory
 from .playbook import Playbook, PlaybookStep, Source
 
@@ -101,7 +105,40 @@ def planner_view(traj: Trajectory, instruction: str) -> dict[str, Any]:
     return {"instruction": instruction, "harness": traj.harness, "turns": turns}
 
 
-def _steps_of(action: dict[str, Any], why: str, dropped: list[str]) -> list[PlaybookStep]:
+def fit_view(view: dict[str, Any], max_chars: int) -> tuple[dict[str, Any], str | None]:
+    """The view cut to about ``max_chars`` characters of JSON for a model's context: each output
+    first kept to its head and tail, then the middle turns left out (the first and the last are
+    where a solution starts and ends). Returns the view and what was cut, if anything."""
+    if len(json.dumps(view)) <= max_chars:
+        return view, None
+    view = json.loads(json.dumps(view))
+    for limit in (2000, 400, 0):
+        for turn in view["turns"]:
+            for act in turn["actions"]:
+                for c in act["commands"]:
+                    c["output"] = truncate_middle(c["output"] or "", limit)[0] if limit else "(left out)"
+        if len(json.dumps(view)) <= max_chars:
+            return view, f"outputs cut to {limit} characters" if limit else "outputs left out"
+    turns = view["turns"]
+    keep = len(turns)
+    while keep > 2 and len(json.dumps({**view, "turns": turns[: keep // 2] + turns[-(keep - keep // 2):]})) > max_chars:
+        keep -= 1
+    head, tail = turns[: keep // 2], turns[len(turns) - (keep - keep // 2):]
+    gap = {"why": f"({len(turns) - keep} turns left out here)", "actions": []}
+    view["turns"] = head + [gap] + tail
+    return view, f"outputs left out and {len(turns) - keep} of {len(turns)} turns"
+
+
+def _step_of_keys(keys: list[str] | str, why: str) -> PlaybookStep:
+    if isinstance(keys, str):
+        keys = keystroke_keys(keys)
+    return PlaybookStep(keys=[k for k in keys if k != ""], why=why)
+
+
+def _steps_of(action: dict[str, Any], why: str, dropped: list[str], at_prompt: bool) -> list[PlaybookStep]:
+    """The playbook steps of one harness action. ``at_prompt``: the shell was at its prompt
+    before it (no program was reading the terminal), so typed lines are commands; otherwise
+    keystrokes stay keystrokes."""
     tool, args = action["tool"], action["args"]
     if action["refused"]:
         dropped.append(f"{tool}: refused ({str(action['refused'])[:80]})")
@@ -122,21 +159,23 @@ def _steps_of(action: dict[str, Any], why: str, dropped: list[str]) -> list[Play
                              timeout=float(timeout) if isinstance(timeout, (int, float)) else None)]
     if tool == "keystrokes":
         keys = str(args.get("keystrokes", "")).replace("\r\n", "\n")
-        if _KEY_NAME.match(keys.strip()) and "\n" not in keys:
-            dropped.append(f"keystrokes {keys.strip()!r}: a key, not a command")
-            return []
         if not keys.strip():
             return []  # a wait
-        if not keys.endswith("\n"):
-            dropped.append(f"keystrokes {keys[:40]!r}: typed without Enter")
-            return []
-        return [PlaybookStep(command=keys.rstrip("\n"), why=why)]
+        finished = bool(action["commands"]) and action["commands"][-1].get("exit_code") is not None
+        line = keys.rstrip("\n")
+        if at_prompt and finished and keys.endswith("\n") and not _KEY_NAME.match(line.strip()):
+            return [PlaybookStep(command=line, why=why)]  # a command line typed at the prompt
+        return [_step_of_keys(keys, why)]
     if tool == "keys":
-        dropped.append(f"keys {args.get('keys')}: keys, not a command")
-        return []
-    # A harness of its own (a plugin): the generic commands its action compiled to, as run.
-    steps = [PlaybookStep(command=str(c["action"].get("command", "")), why=why)
-             for c in action["commands"] if c.get("kind") == "command" and c["action"].get("command")]
+        return [_step_of_keys([str(k) for k in args.get("keys") or []], why)]
+    # A harness of its own (a plugin): the generic actions its action compiled to, as run.
+    steps = []
+    for c in action["commands"]:
+        a = c["action"]
+        if c.get("kind") == "command" and a.get("command"):
+            steps.append(PlaybookStep(command=str(a["command"]), why=why))
+        elif c.get("kind") == "keys" and a.get("keys"):
+            steps.append(_step_of_keys([str(k) for k in a["keys"]], why))
     if not steps:
         dropped.append(f"{tool}: an action of its harness that ran no shell command")
     return steps
@@ -158,10 +197,13 @@ class DeterministicPlanner:
         view = planner_view(traj, instruction)
         steps: list[PlaybookStep] = []
         dropped: list[str] = []
+        at_prompt = True
         for turn in view["turns"]:
             for action in turn["actions"]:
-                steps += _steps_of(action, turn["why"], dropped)
-        steps = [s for s in steps if s.command.strip()]
+                steps += _steps_of(action, turn["why"], dropped, at_prompt)
+                if action["commands"]:  # the shell's prompt came back after its last command
+                    at_prompt = action["commands"][-1].get("exit_code") is not None
+        steps = [s for s in steps if not s.empty]
         return Playbook(
             task=traj.task.name, task_path=task_path, task_digest=task_digest, instruction=instruction,
             source=Source(trajectory_id=traj.id, harness=traj.harness, attempt=attempt,
@@ -171,30 +213,37 @@ class DeterministicPlanner:
 
 class ModelPlanner(DeterministicPlanner):
     """Asks a model for the playbook, from the planner's view and the deterministic draft. The
-    reply must be a JSON list of ``{"command", "why"}``; a reply that is not keeps the draft and
-    says why in ``dropped``."""
+    reply must be a JSON list of ``{"command", "why"}`` (or ``{"keys": [...], "why"}``); a reply
+    that is not keeps the draft and says why in ``dropped``. A long trajectory's view is cut to
+    ``max_chars`` (:func:`fit_view`), saying so in ``dropped``."""
 
-    def __init__(self, backend: Any, prompt: str | Path | None = None):
+    def __init__(self, backend: Any, prompt: str | Path | None = None, *,
+                 params: SamplingParams | None = None, max_chars: int = 40_000):
         self.backend = backend
         self.prompt = Path(prompt) if prompt else PROMPTS / "planner.md"
         if not self.prompt.is_file():
             raise ConfigError(f"planner prompt {self.prompt} does not exist")
         self.name = f"model:{getattr(backend, 'name', type(backend).__name__)}"
+        self.params = params or SamplingParams(temperature=0.0)
+        self.max_chars = max_chars
 
     def plan(self, traj: Trajectory, **kw: Any) -> Playbook:
         draft = super().plan(traj, **kw)
-        view = planner_view(traj, kw["instruction"])
+        view, cut = fit_view(planner_view(traj, kw["instruction"]), self.max_chars)
         messages = [
             {"role": "system", "content": self.prompt.read_text()},
-            {"role": "user", "content": json.dumps({"view": view, "draft": [s.model_dump() for s in draft.steps]},
-                                                   indent=1)},
+            {"role": "user", "content": json.dumps({"view": view, "draft": [s.model_dump(exclude_defaults=True)
+                                                                             for s in draft.steps]}, indent=1)},
         ]
-        reply = self.backend.complete(messages, params=SamplingParams(temperature=0.0))
+        reply = self.backend.complete(messages, params=self.params)
+        usage = {k: v for k, v in reply.usage.model_dump().items() if v is not None}
+        notes = [f"planner model's view: {cut}"] if cut else []
         steps = parse_steps(reply.text)
         if steps is None:
-            return draft.model_copy(update={"dropped": [*draft.dropped, "planner model: no JSON list of "
-                                                        "steps in its reply; the draft is kept"]})
-        return draft.model_copy(update={"steps": steps, "planner": self.name})
+            return draft.model_copy(update={"usage": usage, "dropped": [
+                *draft.dropped, *notes, "planner model: no JSON list of steps in its reply; the draft is kept"]})
+        return draft.model_copy(update={"steps": steps, "planner": self.name, "usage": usage,
+                                        "dropped": [*draft.dropped, *notes]})
 
 
 def parse_steps(text: str) -> list[PlaybookStep] | None:
@@ -204,7 +253,9 @@ def parse_steps(text: str) -> list[PlaybookStep] | None:
         return None
     try:
         items = json.loads(m.group(0))
-        steps = [PlaybookStep(command=str(i["command"]), why=str(i.get("why", ""))[:WHY_LIMIT]) for i in items]
-    except (ValueError, KeyError, TypeError):
+        steps = [PlaybookStep(keys=[str(k) for k in i["keys"]], why=str(i.get("why", ""))[:WHY_LIMIT])
+                 if isinstance(i.get("keys"), list) else
+                 PlaybookStep(command=str(i["command"]), why=str(i.get("why", ""))[:WHY_LIMIT]) for i in items]
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return [s for s in steps if s.command.strip()] or None
+    return [s for s in steps if not s.empty] or None

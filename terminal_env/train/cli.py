@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_sft(args: argparse.Namespace) -> int:
     from ..models.hf_backend import HFChatTokenizer  # the optional extra [train]
-    from .data import load_trajectories, read_chat_jsonl, sft_samples  # the optional extra [train]
+    from .data import load_trajectories, read_chat_jsonl, sft_samples, stand_in_note  # the optional extra [train]
     from .models import Pair  # the optional extra [train]
     from .sft import SFTConfig, sft  # the optional extra [train]
 
@@ -127,6 +128,9 @@ def cmd_sft(args: argparse.Namespace) -> int:
             records.extend(read_chat_jsonl(source))
         else:
             records.extend(t for t in load_trajectories([source]) if t.strict_success and not t.masked)
+    note = stand_in_note(records)
+    if note:
+        print(f"sft: note: {note}", file=sys.stderr)
     samples = sft_samples(records, HFChatTokenizer(pair.tokenizer, "actor"))
     report = sft(pair, samples, SFTConfig(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed))
     return _report(args, "sft", report, pair.save(args.out, stage="sft", metrics={"sft": report}))

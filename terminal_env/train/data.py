@@ -56,11 +56,17 @@ class Episode:
 
 
 def load_trajectories(sources: Iterable[str | os.PathLike[str]]) -> list[Trajectory]:
-    """Trajectories from files and run directories (every ``trajectory.json`` under them)."""
+    """Trajectories from files and run directories (every ``trajectory.json`` under them; for a
+    self-rewrite run, the episodes it collected: the policy's own, reusable as critic data)."""
     found: list[Path] = []
     for source in sources:
         path = Path(source)
-        if path.is_dir():
+        if path.is_dir() and (path / "rsr.json").is_file():  # a self-rewrite run: its collected episodes
+            files = sorted((path / "collect").glob("*/*.json"))
+            if not files:
+                raise ConfigError(f"{path}: a self-rewrite run with no collected episodes yet (run 'rsr collect')")
+            found.extend(files)
+        elif path.is_dir():
             files = sorted(path.rglob("trajectory.json"))
             if not files:
                 raise ConfigError(f"{path}: no trajectory.json under it (pass a run directory or trajectory files)")
@@ -175,6 +181,19 @@ def read_chat_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise ConfigError(f"{path}:{n}: a chat record needs a 'messages' list")
         records.append(record)
     return records
+
+
+def stand_in_note(records: Iterable[dict[str, Any]]) -> str | None:
+    """What ``train sft`` says of self-rewrite records that no model wrote in some role (a
+    typed-oracle collector distils the tasks' reference solutions, not the policy's own runs)."""
+    rows = [r for r in records if isinstance(r, dict) and r.get("kind") == "rsr-rendered"]
+    made = Counter(s for r in rows for s in r.get("stand_ins") or [])
+    if not made:
+        return None
+    n = sum(bool(r.get("stand_ins")) for r in rows)
+    return (f"{n} of {len(rows)} self-rewrite records were made with model-free stand-ins ("
+            + "; ".join(f"{s}: {c}" for s, c in sorted(made.items()))
+            + "): not the policy's own self-rewrite data")
 
 
 def _chat_samples(record: dict[str, Any], ct: Any, where: str) -> list[Sequence]:
