@@ -20,8 +20,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import ConfigError
+from ..report.rsr import funnel_rows
 from ..tasks.load import find_tasks, read_task
 from .config import ROLES, RSRConfig, apply_option, role_option
+from .dataset import read_records
 from .pipeline import STAGES, RSRRun, load_config
 
 console = Console()
@@ -135,8 +137,6 @@ def _mix(item: str) -> tuple[str, float]:
         value = -1.0
     if not eq or not path or value < 0:
         raise ConfigError(f"--mix {item!r}: write DATASET=RATIO, e.g. rsr/r1/dataset/train.jsonl=0.5")
-    from .dataset import read_records
-
     read_records(path)  # an earlier round's dataset, or a clear refusal now
     return path, value
 
@@ -154,8 +154,6 @@ def cmd_rsr(args: argparse.Namespace) -> int:
 
 
 def print_funnel(f: dict[str, Any]) -> None:
-    from ..report.rsr import funnel_rows
-
     table = Table(title="self-rewrite funnel")
     table.add_column("stage")
     table.add_column("count", justify="right")

@@ -20,13 +20,14 @@ Settings fall in three groups, which is what a resumed run may change:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
 from ..models.base import SamplingParams
-from ..models.registry import BARE_KINDS, parse_spec
+from ..models.registry import parse_spec
 
 ROLES = ("collector", "planner", "reviewer", "executor")
 HARNESSES = ("generic", "terminus", "tool-calling")
@@ -178,8 +179,6 @@ def role_option(item: str) -> tuple[str, str, Any]:
     >>> role_option("all.api_key=abc")
     ('all', 'api_key', 'abc')
     """
-    import json
-
     head, eq, value = item.partition("=")
     role, dot, key = head.partition(".")
     if not eq or not dot or not key or role not in (*ROLES, "all"):
@@ -210,5 +209,5 @@ def apply_option(config: RSRConfig, role: str, key: str, value: Any) -> RSRConfi
     return config.model_copy(update=update)
 
 
-__all__ = ["ANSWER_PARAMS", "BARE_KINDS", "BuildConfig", "HARNESSES", "MODEL_FREE_KINDS", "ROLES", "RSRConfig",
+__all__ = ["ANSWER_PARAMS", "BuildConfig", "HARNESSES", "MODEL_FREE_KINDS", "ROLES", "RSRConfig",
            "Role", "apply_option", "changed_settings", "role_option"]

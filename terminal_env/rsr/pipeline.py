@@ -35,11 +35,14 @@ from ..harness import harness_class
 from ..models.registry import make_backend
 from ..models.simple import ScriptedBackend, fenced
 from ..models.typed import UntypeableSolution, typed_commands
+from ..report.rsr import rsr_page
 from ..scale.rollout import RolloutPool
 from ..tasks import Task, load_task
 from ..tasks.load import find_tasks
 from ..trajectory import Trajectory
 from .config import ANSWER_PARAMS, FROZEN_BY, ROLES, RSRConfig, Role, changed_settings
+from .dataset import build_dataset
+from .funnel import funnel
 from .plan import PROMPTS, DeterministicPlanner, ModelPlanner
 from .playbook import Playbook, Verdict
 from .review import LeakChecks, ModelReviewer, review
@@ -372,8 +375,6 @@ class RSRRun:
 
     def build(self) -> dict[str, Any]:
         """The dataset (``dataset/train.jsonl``, its card) and the funnel (``dataset/funnel.json``)."""
-        from .dataset import build_dataset
-
         build_dataset(self)
         self.report()
         return self._write_funnel()
@@ -385,8 +386,6 @@ class RSRRun:
 
     def report(self) -> Path:
         """``OUT/report/rsr.html``: the funnel, and each playbook beside its source and re-run."""
-        from ..report.rsr import rsr_page
-
         def load(path: Path, cls: Any) -> Any:
             return cls.load(path) if path.is_file() else None
 
@@ -399,8 +398,6 @@ class RSRRun:
         return write_atomic(self.out / "report" / "rsr.html", rsr_page(entries, self.funnel()))
 
     def funnel(self) -> dict[str, Any]:
-        from .funnel import funnel
-
         return funnel(self)
 
     def run(self, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:

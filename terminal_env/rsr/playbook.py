@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..actions import Keys, action_to_text
 from ..fileio import write_atomic
 
 
@@ -41,8 +42,6 @@ class PlaybookStep(BaseModel):
     def text(self) -> str:
         """The step as the generic harness writes it (``#!keys ...`` for keystrokes)."""
         if self.keys:
-            from ..actions import Keys, action_to_text
-
             return action_to_text(Keys(keys=list(self.keys)))
         return self.command
 
