@@ -1,0 +1,2 @@
+def level(line):
+    return line.split()[1]
