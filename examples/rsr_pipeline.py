@@ -12,11 +12,14 @@ What it shows: ``RSRRun`` runs the five stages of Recursive Self-Rewrite into on
 * review: leak checks (does a step copy an answer out of the hidden tests?);
 * execute: each accepted playbook is re-run from scratch under the generic harness and verified;
 * build: the verified re-runs become chat JSONL with an assistant-only loss mask and provenance
-  (``dataset/train.jsonl``), deduplicated, and the funnel (``dataset/funnel.json``).
+  (``dataset/train.jsonl``), near duplicates removed, a dataset card, and the funnel
+  (``dataset/funnel.json``).
 
 The policy is ``typed-oracle`` (each task's reference solution typed as an agent's commands, in
-each harness's own format), so no model is needed; give ``RSRConfig(model="openai:NAME",
-backend_options={"base_url": ...})`` for a real one. Only train-split tasks are accepted. Needs
+each harness's own format) and every other role its model-free stand-in, so no model is needed
+(the funnel and the records say so: ``mode: model-free``). For the recipe's self-rewrite, the
+policy plays every role: ``RSRConfig(tasks=..., collector=Role(spec="openai:NAME",
+options={"base_url": ...})).with_self()``. Only train-split tasks are accepted. Needs
 the Docker engine and the base image (``bash scripts/setup.sh``). Prints the funnel and the first
 record's provenance; exits 1 unless both tasks end up in the dataset.
 """
@@ -29,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from terminal_env.rsr import HARNESSES, RSRConfig, RSRRun
+from terminal_env.rsr import HARNESSES, Role, RSRConfig, RSRRun
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = [str(ROOT / "tasks" / name) for name in ("td-csv-region-totals", "td-csv-customer-totals")]
@@ -44,17 +47,17 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="rsr-") as tmp:
         out = Path(args.out or tmp)
-        config = RSRConfig(tasks=tasks, harnesses=list(HARNESSES), model="typed-oracle",
+        config = RSRConfig(tasks=tasks, harnesses=list(HARNESSES), collector=Role(spec="typed-oracle"),
                            attempts=1, concurrency=2)
         run = RSRRun(out, config, log=print)  # an existing run directory is resumed
         run.run()  # collect, plan, review, execute, build
 
         # The funnel as the build stage wrote it: how many episodes, playbooks, re-runs and
-        # records each stage let through. (Records: one per task and distinct playbook; the
-        # terminus playbook types the same commands as the generic one and is deduplicated.)
+        # records each stage let through. (Records: near duplicates are removed per task; the
+        # terminus playbook types the same commands as the generic one.)
         funnel = json.loads((out / "dataset" / "funnel.json").read_text())
         print("\nfunnel:")
-        for key in ("tasks", "attempts", "strict_successes", "unique_tasks_solved", "playbooks",
+        for key in ("mode", "tasks", "attempts", "strict_successes", "unique_tasks_solved", "playbooks",
                     "reviewed", "rejected", "reruns", "reruns_verified", "records"):
             print(f"  {key:20s} {funnel[key]}")
 
@@ -66,8 +69,8 @@ def main() -> int:
         first = records[0]
         print(f"\n{len(records)} record(s) in {out / 'dataset' / 'train.jsonl'}; "
               "the first one's provenance:")
-        keys = ("kind", "task", "task_digest", "source_harness", "source_attempt",
-                "source_trajectory_id", "policy", "planner", "rerun_trajectory_id")
+        keys = ("kind", "mode", "task", "task_digest", "source_harness", "source_attempt",
+                "source_trajectory_id", "policy", "planner", "executor", "rerun_trajectory_id")
         provenance = {k: first[k] for k in keys}
         provenance["review"] = {k: first["review"][k] for k in ("accepted", "reviewers")}
         provenance["verifier"] = {k: first["verifier"][k] for k in ("outcome", "strict_success")}
@@ -75,7 +78,7 @@ def main() -> int:
         roles = [m["role"] for m, trained in zip(first["messages"], first["loss_mask"]) if trained]
         print(f"{len(first['messages'])} messages, {len(roles)} of them trained on "
               f"(roles: {sorted(set(roles))})")
-        print(f"playbook: {[step['command'].splitlines()[0] for step in first['playbook']]}")
+        print(f"playbook: {[(step.get('command') or str(step.get('keys'))).splitlines()[0] for step in first['playbook']]}")
 
         in_dataset = {r["task"] for r in records}
         expected = {Path(t).name for t in tasks}

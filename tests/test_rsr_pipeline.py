@@ -332,3 +332,27 @@ def test_train_sft_says_when_records_were_made_without_a_model():
     note = stand_in_note(rows)
     assert note.startswith("1 of 2 self-rewrite records were made with model-free stand-ins") and "typed-oracle" in note
     assert stand_in_note(rows[1:]) is None
+
+
+def test_records_train_with_trl_sft_trainer_when_trl_is_installed(tmp_path):
+    """TRL's SFTTrainer takes the dataset as it is (its conversational format: the ``messages``
+    column) and trains a step on the tiny model. TRL is not a dependency: this runs where it is
+    installed (``pip install trl``), and is skipped elsewhere."""
+    trl = pytest.importorskip("trl")
+    import datasets
+    from tiny_lm import make_model, make_tokenizer
+
+    run = RSRRun(tmp_path / "run", RSRConfig(tasks=[str(A)]))
+    for i in range(3):
+        _stage(run, f"generic-{i + 1}", _playbook(PlaybookStep(command=f"echo {i} > /app/out{i}"),
+                                                  PlaybookStep(keys=["C-c"])))
+    assert run.build()["records"] == 3
+    data = datasets.load_dataset("json", data_files=str(tmp_path / "run" / "dataset" / "train.jsonl"), split="train")
+    tokenizer = make_tokenizer()
+    tokenizer.pad_token = "<|endoftext|>"
+    args = trl.SFTConfig(output_dir=str(tmp_path / "trl"), max_steps=1, per_device_train_batch_size=1,
+                         report_to=[], use_cpu=True, max_length=512, save_strategy="no")
+    trainer = trl.SFTTrainer(model=make_model(tokenizer, context=1024), args=args, train_dataset=data,
+                             processing_class=tokenizer)
+    result = trainer.train()
+    assert result.global_step == 1 and result.training_loss > 0
