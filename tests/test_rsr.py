@@ -308,3 +308,45 @@ def test_a_plugin_harness_action_becomes_the_commands_it_ran():
                                                           commands=[rec])])])
     pb = DeterministicPlanner().plan(t, instruction="i", task_path="/t", task_digest="d", attempt=1, source_path="p")
     assert pb.commands() == ["make -C /app"] and pb.dropped == []
+
+
+@pytest.mark.docker
+def test_an_interactive_solution_reaches_the_data_as_keystrokes(client, base_image, tmp_path):
+    """A Terminus agent solves a REPL task by typing into python3's prompt; the playbook keeps
+    those lines as keystrokes (the shell's prompt was not back), the replay sends them with
+    ``#!keys``, and the re-run is verified: interactive tasks reach the dataset."""
+    task = POOL / "ia-pyrepl-ledger"
+    lines = ["import json, ledgerkit", 'book = ledgerkit.load("/app/data/tx.bin", "/app/data/rates.json")',
+             "balances = {}", "for tx in book.transactions:",
+             "    if not tx.reversed: balances[tx.account] = balances.get(tx.account, 0) + book.to_eur(tx)", "",
+             "top3 = sorted(balances, key=lambda a: (-balances[a], a))[:3]",
+             'json.dump({"balances": {str(a): v for a, v in sorted(balances.items())}, "top3": top3, '
+             '"total": sum(balances.values())}, open("/app/answer.json", "w"))']
+
+    def reply(keystrokes: str, done: bool = False) -> str:
+        return json.dumps({"analysis": "Work in the REPL.", "plan": "Type the next lines.", "task_complete": done,
+                           "commands": [{"keystrokes": keystrokes, "duration": 2}] if keystrokes else []})
+
+    replies = [reply("cd /app && PYTHONPATH=/app/lib python3 -q -i\n"), *(reply(line + "\n") for line in lines),
+               reply("exit()\n"), reply("", True), reply("", True)]
+    run = RSRRun(tmp_path / "rsr", RSRConfig(tasks=[str(task)], harnesses=["terminus"]), client=client)
+
+    async def play():
+        async with RolloutPool(max_concurrency=1, client=client) as pool:
+            return await pool.rollout(lambda: ScriptedBackend(replies, name="typist"), task, "terminus")
+
+    source = asyncio.run(play())
+    assert source.strict_success, source.verification
+    source.save(run.path("collect", task.name, "terminus-1"))
+    run.plan()
+    pb = Playbook.load(run.path("playbooks", task.name, "terminus-1"))
+    assert pb.steps[0].keys == ["cd /app && PYTHONPATH=/app/lib python3 -q -i", "Enter"]
+    assert all(s.keys for s in pb.steps) and pb.steps[-1].keys == ["exit()", "Enter"]
+    run.review()
+    assert json.loads(run.path("reviews", task.name, "terminus-1").read_text())["accepted"]
+    run.execute()
+    rerun = Trajectory.load(run.path("execute", task.name, "terminus-1"))
+    assert rerun.strict_success, rerun.verification
+    assert run.build()["records"] == 1
+    record = json.loads((tmp_path / "rsr" / "dataset" / "train.jsonl").read_text())
+    assert record["messages"][2]["content"].startswith("```") and "#!keys" in record["messages"][2]["content"]

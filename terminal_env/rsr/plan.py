@@ -159,8 +159,8 @@ def _steps_of(action: dict[str, Any], why: str, dropped: list[str], at_prompt: b
                              timeout=float(timeout) if isinstance(timeout, (int, float)) else None)]
     if tool == "keystrokes":
         keys = str(args.get("keystrokes", "")).replace("\r\n", "\n")
-        if not keys.strip():
-            return []  # a wait
+        if not keys:
+            return []  # a wait (a lone Enter is a key, which a REPL's block may need)
         finished = bool(action["commands"]) and action["commands"][-1].get("exit_code") is not None
         line = keys.rstrip("\n")
         if at_prompt and finished and keys.endswith("\n") and not _KEY_NAME.match(line.strip()):
