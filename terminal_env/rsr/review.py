@@ -2,40 +2,68 @@
 
 :class:`LeakChecks` (always, first) rejects a playbook whose commands or reasoning
 
-* name the verifier's or the oracle's files: ``/tests``, ``/solution``, ``/logs/verifier``,
-  ``reward.txt``/``reward.json``, ``test_outputs.py``, ``run-tests.sh``, ``solve.sh``
-  (``path-reference``);
-* hold a literal that occurs in the task's ``tests/`` and in neither its instruction nor its
-  environment (``leaked-value``): an expected output or a hidden input the agent could not have
-  seen. Literals are the tests' string constants with a digit, a space or punctuation (or 16
-  characters and more; not docstrings, assertion messages, or the arguments the tests pass to
-  what they call, such as commands, flags, SQL and patterns, unless they hold three digits in a
-  row), their numbers of three significant digits and more, and the lines and fields of their
-  data files.
+* reach the verifier's or the oracle's files (``/tests``, ``/solution``, ``/logs/verifier``,
+  ``reward.txt``, ``test_outputs.py``, ``run-tests.sh``, ``solve.sh``, ``te_checks.py``): named
+  (``path-reference``), or through quoting, variables, printf, an encoding, a relative path, a
+  glob, a search of ``/`` or ``/proc`` (``obfuscated-path``; :mod:`.leaks` reads the shell);
+* hold a value that only the task's ``tests/`` hold, in neither its instruction nor its
+  environment (``leaked-value``): an expected output or a hidden input. What the tests *run* is
+  not a value (commands, flags, paths, SQL and patterns: the arguments of ``subprocess``, ``re``,
+  ``open``, string methods, or of a helper of the tests that hands them on to those); nor are
+  docstrings and assertion messages. What they *compare* is: comparison operands of an
+  ``assert``, the arguments of assertion helpers (``assert*``, ``approx``, ``allclose``,
+  ``isclose``, ``*equal*`` ...) and of the tests' own helpers that compare them, parametrized
+  cases, the names these flow from; in ``test.sh``, the operands of ``[ ]``/``[[ ]]``/``test``,
+  ``grep`` patterns and heredocs; the lines and fields of data files. A value is looked for as
+  written, unquoted or decoded when it is specific (a number of three significant digits and
+  more, a string of six characters and more with a digit, a space or punctuation, or of 16 and
+  more), and a float compared by the tests also when rounded to four digits and more. A shorter
+  value the tests compare (``17``, ``ok``; not 0, 1 or one character) is a leak only when the
+  playbook *writes* it as a literal (:func:`.leaks.written_literals`) or its reasoning calls it
+  the expected answer: ``1`` elsewhere is never one.
 
-A model reviewer (:class:`ModelReviewer`, prompt in ``prompts/reviewer.md``) runs after the checks,
-never instead of them, and sees only the public instruction and the playbook.
+The checks see the playbook only, never its outputs: a value copied from what an earlier step
+printed is rejected too (the playbook should compute it). A model reviewer (:class:`ModelReviewer`,
+prompt in ``prompts/reviewer.md``) runs after the checks, never instead of them, and sees only the
+public instruction and the playbook.
 """
 
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import re
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..models.base import SamplingParams
+from ..tasks.dockerfile import dockerfile_workdir
+from .leaks import ShellState, variants, verifier_paths, written_literals
 from .playbook import Playbook, Verdict
 
 PROMPTS = Path(__file__).parent / "prompts"
-_PATHS = re.compile(
-    r"(?<![\w.~/-])(/tests|/solution|/logs/verifier|/oracle)(?![\w-])"
-    r"|\breward\.(?:txt|json)\b|\btest_outputs\.py\b|\brun-tests\.sh\b|\bsolve\.sh\b"
-)
 MAX_FILE = 1 << 20  # bytes read of one file when looking for literals
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+VALUE, DATA, ARG, COMMAND, PROSE = "value", "data", "arg", "command", "prose"
+#: the project's kit, the same in every task's tests: its helpers are followed, its own
+#: constants (defaults such as ``status=200``) are not the task's answers
+VENDORED = {"te_checks"}
+#: calls whose arguments are what the tests run or parse with, not what they expect
+_RUNS = {"run", "call", "check_call", "check_output", "Popen", "system", "popen", "getoutput", "getstatusoutput",
+         "execute", "executemany", "executescript", "compile", "search", "match", "fullmatch", "findall",
+         "finditer", "sub", "subn", "split", "rsplit", "join", "strip", "lstrip", "rstrip", "replace", "partition",
+         "rpartition", "splitlines", "encode", "decode", "format", "strptime", "strftime", "open", "Path", "exists",
+         "is_file", "is_dir", "isfile", "isdir", "glob", "rglob", "iglob", "fnmatch", "get", "getenv", "urlopen",
+         "connect", "reader", "writer", "DictReader", "DictWriter", "read_csv", "read_sql", "NamedTemporaryFile"}
+_SAYS = {"print", "fail", "skip", "xfail", "warn", "warning", "debug", "info", "error", "exception", "AssertionError"}
+_ASSERTS = re.compile(r"^(assert|approx|allclose|isclose|array_equal|array_almost_equal|equal|equals|same_)", re.I)
+_ONE_ARG = {"assertTrue", "assertFalse", "assertIsNone", "assertIsNotNone"}
+_SETTINGS = {"rtol", "atol", "rel", "abs", "rel_tol", "abs_tol", "places", "delta", "timeout", "cwd", "env",
+             "encoding", "errors", "text", "shell", "check", "capture_output", "mode", "newline", "key"}
 
 
 def _significant(value: str) -> bool:
@@ -52,48 +80,321 @@ def _significant(value: str) -> bool:
     return len(value) >= 6 and bool(re.search(r"[\d\s]|[^\w]", value))
 
 
-def hidden_literals(tests_dir: Path) -> set[str]:
+def _trivial(value: str) -> bool:
+    """Too common to mean anything even when written: empty, one non-alphanumeric character,
+    -1, 0, 1, a float in exponent notation (a tolerance)."""
+    v = value.strip()
+    if not v or (len(v) == 1 and not v.isalnum()) or re.fullmatch(r"-?\d+(\.\d+)?e-?\d+", v, re.I):
+        return True
+    return bool(_NUMBER.match(v)) and abs(float(v)) <= 1
+
+
+@dataclass
+class TestValues:
+    """What a task's tests hold: specific values, short compared answers, compared floats."""
+
+    values: set[str] = field(default_factory=set)
+    answers: set[str] = field(default_factory=set)
+    floats: set[float] = field(default_factory=set)
+
+    def add(self, value: Any, ctx: str) -> None:
+        if ctx in (COMMAND, PROSE) or value is None or isinstance(value, (bool, bytes)):
+            return
+        text = str(value)
+        if ctx == VALUE and isinstance(value, float) and len(re.sub(r"\D", "", text).lstrip("0")) >= 4:
+            self.floats.add(value)
+        for line in text.splitlines() or [text]:
+            line = line.strip()
+            parts = {line, *re.split(r"[\s=:,;]+", line)} if ctx == VALUE else {line}
+            for part in parts - {""}:
+                if _significant(part) and (ctx != ARG or re.search(r"\d{3}", part)):
+                    self.values.add(part)
+                elif ctx == VALUE and not _trivial(part) and (part == line or _NUMBER.match(part)):
+                    self.answers.add(part)
+
+
+class _PythonTests:
+    """Which constants of the tests' Python are compared (values) and which are run (commands):
+    a small flow analysis over names, helpers' parameters and their return values, repeated
+    until it settles (a helper's parameter is a value when the helper compares it)."""
+
+    def __init__(self, modules: dict[str, ast.Module]):
+        self.modules = modules
+        self.defs: dict[tuple[str, str], ast.FunctionDef] = {}
+        self.locals: dict[int, set[str]] = {}
+        for mod, tree in modules.items():
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.defs.setdefault((mod, node.name), node)
+                    a = node.args
+                    self.locals[id(node)] = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                                             if p} | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                                                      and isinstance(n.ctx, ast.Store)}
+        #: ``import kit as k``: calls ``k.name(...)`` go to the tests' module kit
+        self.aliases = {a.asname or a.name: a.name for tree in modules.values() for node in ast.walk(tree)
+                        if isinstance(node, ast.Import) for a in node.names if a.name in modules}
+        self.before: dict[tuple, set[str]] = {}
+
+    def scan(self, into: TestValues) -> None:
+        for _ in range(6):
+            self.uses: dict[tuple, set[str]] = {}
+            self.found: list[tuple[str, Any, str]] = []
+            for self.mod, tree in self.modules.items():
+                self.block(tree.body, None)
+            if self.uses == self.before:
+                break
+            self.before = self.uses
+        for mod, value, ctx in self.found:
+            if mod not in VENDORED:
+                into.add(value, ctx)
+
+    def ctx_of(self, key: tuple) -> str:
+        used = self.before.get(key, set())
+        if VALUE in used:
+            return VALUE
+        if used - {COMMAND, PROSE} or not used:
+            return DATA
+        return COMMAND if COMMAND in used else PROSE
+
+    def key(self, name: str, scope: ast.AST | None) -> tuple:
+        return (id(scope), name) if scope is not None and name in self.locals[id(scope)] else (self.mod, name)
+
+    def block(self, body: list[ast.stmt], scope: ast.AST | None) -> None:
+        for stmt in body:
+            self.stmt(stmt, scope)
+
+    def stmt(self, s: ast.stmt, scope: ast.AST | None) -> None:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in s.decorator_list:
+                self.expr(d, DATA, scope)
+            a = s.args
+            for p, d in [*zip([*a.posonlyargs, *a.args][::-1], a.defaults[::-1]), *zip(a.kwonlyargs, a.kw_defaults)]:
+                if d is not None:
+                    self.expr(d, self.ctx_of((id(s), p.arg)), scope)
+            self.block(s.body, s)
+        elif isinstance(s, ast.ClassDef):
+            self.block(s.body, scope)
+        elif isinstance(s, ast.Expr):
+            if not isinstance(s.value, ast.Constant):  # a docstring or a bare string: prose
+                self.expr(s.value, DATA, scope)
+        elif isinstance(s, ast.Assert):
+            self.expr(s.test, VALUE, scope)  # the message is prose
+        elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            if s.value is not None:
+                self.expr(s.value, self._strongest([self.ctx_of(self.key(n, scope)) for n in names]), scope)
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            names = [n.id for n in ast.walk(s.target) if isinstance(n, ast.Name)]
+            self.expr(s.iter, self._strongest([self.ctx_of(self.key(n, scope)) for n in names]), scope)
+            self.block(s.body + s.orelse, scope)
+        elif isinstance(s, (ast.If, ast.While)):
+            fails = any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and _name(n.func) == "fail")
+                        for b in s.body for n in ast.walk(b))
+            self.expr(s.test, VALUE if fails else DATA, scope)
+            self.block(s.body + s.orelse, scope)
+        elif isinstance(s, ast.Return) and s.value is not None:
+            self.expr(s.value, self.ctx_of(("return", getattr(scope, "name", ""))), scope)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                self.expr(item.context_expr, DATA, scope)
+            self.block(s.body, scope)
+        elif isinstance(s, ast.Try):
+            self.block(s.body + [x for h in s.handlers for x in h.body] + s.orelse + s.finalbody, scope)
+        # raise, import, global, pass ...: nothing the tests compare
+
+    @staticmethod
+    def _strongest(ctxs: list[str]) -> str:
+        return next((c for c in (VALUE, DATA, COMMAND, PROSE) if c in ctxs), DATA)
+
+    def expr(self, node: ast.AST, ctx: str, scope: ast.AST | None) -> None:
+        if isinstance(node, ast.Constant):
+            self.found.append((self.mod, node.value, ctx))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant) \
+                and isinstance(node.op, ast.USub) and isinstance(node.operand.value, (int, float)):
+            self.found.append((self.mod, -node.operand.value, ctx))
+        elif isinstance(node, ast.Name):
+            self.uses.setdefault(self.key(node.id, scope), set()).add(ctx)
+        elif isinstance(node, ast.Call):
+            self.call(node, ctx, scope)
+        elif isinstance(node, ast.Compare):
+            for part in [node.left, *node.comparators]:
+                self.expr(part, VALUE if ctx == VALUE else DATA, scope)
+        elif isinstance(node, ast.Subscript):
+            self.expr(node.value, ctx, scope)
+            self.expr(node.slice, COMMAND, scope)  # an index or a key picks, it is not expected
+        elif isinstance(node, ast.FormattedValue):
+            self.expr(node.value, ctx, scope)
+        elif isinstance(node, ast.comprehension):
+            names = [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
+            self.expr(node.iter, self._strongest([self.ctx_of(self.key(n, scope)) for n in names]), scope)
+            for cond in node.ifs:
+                self.expr(cond, DATA, scope)
+        else:
+            for child in ast.iter_child_nodes(node):
+                self.expr(child, ctx, scope)
+
+    def helper(self, func: ast.AST) -> ast.FunctionDef | None:
+        """The tests' own function a call goes to: ``name(...)``, ``module.name(...)`` of a
+        module of the tests, ``self.name(...)``."""
+        if isinstance(func, ast.Name):
+            return self.defs.get((self.mod, func.id)) or next(
+                (d for (m, n), d in self.defs.items() if n == func.id), None)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = self.aliases.get(func.value.id, func.value.id)
+            if owner in self.modules or owner in ("self", "cls"):
+                return self.defs.get((owner if owner in self.modules else self.mod, func.attr))
+        return None
+
+    def call(self, node: ast.Call, ctx: str, scope: ast.AST | None) -> None:
+        name = _name(node.func)
+        local = self.helper(node.func)
+        if local is not None:
+            self.uses.setdefault(("return", local.name), set()).add(ctx)
+            a = local.args
+            params = [p.arg for p in [*a.posonlyargs, *a.args]]
+            if isinstance(node.func, ast.Attribute) and params[:1] in (["self"], ["cls"]):
+                params = params[1:]
+            for i, arg in enumerate(node.args):
+                p = params[i] if i < len(params) and not isinstance(arg, ast.Starred) else (a.vararg and a.vararg.arg)
+                self.expr(arg, self._passed(self.ctx_of((id(local), p)) if p else DATA), scope)
+            for kw in node.keywords:
+                p = kw.arg if kw.arg in params or kw.arg in {k.arg for k in a.kwonlyargs} else (a.kwarg and a.kwarg.arg)
+                self.expr(kw.value, self._passed(self.ctx_of((id(local), p)) if p else DATA), scope)
+            return
+        if name in _SAYS:
+            return
+        if isinstance(node.func, ast.Attribute):  # what a method is called on: equals.strip() is equals
+            self.expr(node.func.value, ctx, scope)
+        if name == "parametrize":
+            args = [(a, COMMAND if i == 0 else VALUE) for i, a in enumerate(node.args)]
+        elif name in _RUNS:
+            args = [(a, COMMAND) for a in node.args]
+        elif name and _ASSERTS.match(name):
+            keep = 1 if name in _ONE_ARG else 2 if name.startswith("assert") else len(node.args)
+            args = [(a, VALUE if i < keep else PROSE) for i, a in enumerate(node.args)]
+        else:
+            args = [(a, VALUE if ctx == VALUE else ARG) for a in node.args]
+        for arg, arg_ctx in args:
+            self.expr(arg, arg_ctx, scope)
+        default = args[0][1] if args else (VALUE if name and _ASSERTS.match(name) else ARG)
+        for kw in node.keywords:
+            kw_ctx = PROSE if kw.arg in ("msg", "err_msg") else COMMAND if kw.arg in _SETTINGS else default
+            self.expr(kw.value, kw_ctx, scope)
+
+    @staticmethod
+    def _passed(param_ctx: str) -> str:
+        """What an argument is, from what the helper does with its parameter."""
+        return ARG if param_ctx == DATA else param_ctx
+
+
+def _name(func: ast.AST) -> str | None:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _shell_values(text: str, into: TestValues, python: dict[str, ast.Module]) -> None:
+    """A shell test's compared values: ``[ ]``/``[[ ]]``/``test`` operands, ``grep`` patterns,
+    heredoc bodies (Python ones are read as Python), and the variables those compare."""
+    lines, docs, i = [], [], 0
+    raw = re.sub(r"\\\n", " ", text).split("\n")
+    while i < len(raw):
+        m = re.search(r"<<-?\s*(['\"]?)(\w+)\1", raw[i])
+        lines.append(raw[i])
+        if m:
+            end = next((j for j in range(i + 1, len(raw)) if raw[j].strip() == m.group(2)), len(raw))
+            docs.append((raw[i], "\n".join(raw[i + 1:end])))
+            i = end
+        i += 1
+    for opening, body in docs:
+        if re.search(r"\bpython", opening):
+            try:
+                python[f"heredoc{len(python)}"] = ast.parse(body)
+            except SyntaxError:
+                pass
+        else:
+            into.add(body, VALUE)
+    assigned = dict(re.findall(r"^\s*(?:export\s+|local\s+)?([A-Za-z_]\w*)=['\"]?([^'\"$`\s]*)", text, re.M))
+    compared: set[str] = set()
+    for line in lines:
+        if line.lstrip().startswith("#"):
+            continue
+        for test in re.findall(r"\[\[?\s(.*?)\s\]\]?|\btest\s+([^;&|]*)", line):
+            words = _shell_words(" ".join(test))
+            for j, word in enumerate(words):
+                near = words[j - 1:j] + words[j + 1:j + 2]
+                if any(re.fullmatch(r"==?|!=|=~|-(eq|ne|lt|le|gt|ge)", w) for w in near):
+                    compared |= set(re.findall(r"\$\{?(\w+)", word))
+                    if "$" not in word:
+                        into.add(word, VALUE)
+        for grep in re.findall(r"\bgrep\s+(.*)", line):
+            words = [w for w in _shell_words(re.split(r"[|;&]", grep)[0])]
+            flags_with_args = {"-e", "-f", "-m", "-A", "-B", "-C"}
+            j = 0
+            while j < len(words) and words[j].startswith("-"):
+                if words[j] == "-e" and j + 1 < len(words):
+                    into.add(_unregex(words[j + 1]), VALUE)
+                j += 2 if words[j] in flags_with_args else 1
+            if j < len(words) and "-e" not in words:
+                compared |= set(re.findall(r"\$\{?(\w+)", words[j]))
+                into.add(_unregex(words[j]), VALUE)
+    for name, value in assigned.items():
+        into.add(value, VALUE if name in compared else DATA)
+
+
+def _shell_words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _unregex(pattern: str) -> str:
+    """A grep pattern as the text it matches, when it is nearly literal (anchors, escapes)."""
+    return re.sub(r"\\(.)", r"\1", pattern.removeprefix("^").removesuffix("$"))
+
+
+def scan_tests(tests_dir: Path) -> TestValues:
     """The values in a task's tests that would give the answer away, were they in a playbook."""
-    found: set[str] = set()
+    found, python = TestValues(), {}
     for path in sorted(tests_dir.rglob("*")):
         if not path.is_file() or path.stat().st_size > MAX_FILE:
             continue
         text = path.read_bytes().decode("utf-8", "replace")
         if path.suffix == ".py":
             try:
-                tree = ast.parse(text)
+                python[path.stem] = ast.parse(text)
             except SyntaxError:
                 continue
-            prose = set()  # docstrings and assertion messages: words for people, not values
-            for node in ast.walk(tree):
-                body = getattr(node, "body", None)
-                if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                        and isinstance(body[0].value, ast.Constant):
-                    prose.add(id(body[0].value))
-                if isinstance(node, ast.Assert) and node.msg is not None:
-                    prose |= {id(n) for n in ast.walk(node.msg)}
-                if isinstance(node, ast.Call):  # commands, flags, SQL, patterns the test runs
-                    for arg in [*node.args, *(k.value for k in node.keywords)]:
-                        prose |= {id(n) for n in ast.walk(arg) if isinstance(n, ast.Constant)
-                                  and not re.search(r"\d{3}", str(n.value))}
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)) \
-                        and not isinstance(node.value, bool) and id(node) not in prose:
-                    found |= {line.strip() for line in str(node.value).splitlines()}
-        elif path.name not in ("test.sh", "run-tests.sh"):  # a data file: every line and field
+        elif path.suffix == ".sh" or (text.startswith("#!") and "python" not in text.split("\n", 1)[0]):
+            _shell_values(text, found, python)
+        else:  # a data file: every line and field
             for line in text.splitlines():
-                found |= {line.strip(), *(f.strip() for f in re.split(r"[,;\t|]", line))}
-    return {v for v in found if _significant(v)}
+                for part in {line, *re.split(r"[,;\t|]", line)}:
+                    found.add(part.strip(), VALUE if len(text) < 2000 else DATA)
+    _PythonTests(python).scan(found)
+    return found
+
+
+def hidden_literals(tests_dir: Path) -> set[str]:
+    """The specific values in a task's tests (see :func:`scan_tests`)."""
+    return scan_tests(tests_dir).values
 
 
 def public_text(task_dir: Path, instruction: str, environment_dir: Path | None) -> str:
-    """What an agent could know: the instruction and the files of the task's environment."""
+    """What an agent could know: the instruction, the files of the task's environment (gzip ones
+    uncompressed: the agent can zcat them) and their names."""
     parts = [instruction]
     env = environment_dir or task_dir / "environment"
     if env.is_dir():
         for path in sorted(env.rglob("*")):
             if path.is_file() and path.stat().st_size <= MAX_FILE:
-                parts.append(path.read_bytes().decode("utf-8", "replace"))
+                data = path.read_bytes()
+                if path.suffix == ".gz":
+                    try:
+                        data = gzip.decompress(data)[:MAX_FILE]
+                    except (OSError, EOFError):
+                        pass
+                parts += [str(path.relative_to(env)), data.decode("utf-8", "replace")]
     return "\n".join(parts)
 
 
@@ -103,8 +404,13 @@ def _occurs(value: str, text: str) -> bool:
     return value in text
 
 
+def _token(value: str) -> str:
+    return rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\d)"
+
+
 class LeakChecks:
-    """The deterministic checks (no model)."""
+    """The deterministic checks (no model). ``hidden``: the specific values only the tests hold;
+    ``answers``: the short values they compare; ``floats``: the floats they compare."""
 
     name = "leak-checks"
 
@@ -112,19 +418,63 @@ class LeakChecks:
                  environment_dir: str | Path | None = None, instruction: str = ""):
         self.task_dir = Path(task_dir)
         tests = Path(tests_dir) if tests_dir else self.task_dir / "tests"
-        public = public_text(self.task_dir, instruction, Path(environment_dir) if environment_dir else None)
-        self.hidden = sorted(v for v in hidden_literals(tests) if not _occurs(v, public)) if tests.is_dir() else []
+        env = Path(environment_dir) if environment_dir else self.task_dir / "environment"
+        public = public_text(self.task_dir, instruction, env)
+        found = scan_tests(tests) if tests.is_dir() else TestValues()
+        # a name of the verifier's files is reported as a path-reference, not twice
+        self.hidden = sorted(v for v in found.values if not _occurs(v, public) and not verifier_paths(v))
+        self.answers = sorted(v for v in found.answers if not re.search(_token(v), public))
+        self.floats = sorted(f for f in found.floats if not _occurs(str(f), public))
+        dockerfile = env / "Dockerfile"
+        self.workdir = (dockerfile_workdir(dockerfile.read_text()) if dockerfile.is_file() else None) or "/app"
 
     def review(self, playbook: Playbook) -> list[str]:
+        state = ShellState(cwd=self.workdir)  # a cd or a variable of one step holds in the next
         reasons: list[str] = []
         for i, step in enumerate(playbook.steps, 1):
-            text = f"{step.command}\n{step.why}"
-            for m in _PATHS.finditer(text):
-                reasons.append(f"path-reference: step {i} names {m.group(0)!r}, a file of the verifier or the oracle")
-            for value in self.hidden:
-                if _occurs(value, text):
-                    shown = value if len(value) <= 40 else value[:37] + "..."
-                    reasons.append(f"leaked-value: step {i} holds {shown!r}, which only the task's tests hold")
+            command = step.text() if hasattr(step, "text") else step.command
+            reasons += self._check(command, f"step {i}", state, commands=True, prose=False)
+            reasons += self._check(step.why, f"step {i}", state, commands=False, prose=True)
+        return list(dict.fromkeys(reasons))
+
+    def review_text(self, text: str, where: str) -> list[str]:
+        """The checks on any text (an executor's message: commands and prose together)."""
+        return self._check(text, where, ShellState(cwd=self.workdir), commands=True, prose=True)
+
+    def _check(self, text: str, where: str, state: ShellState, *, commands: bool, prose: bool) -> list[str]:
+        if not text.strip():
+            return []
+        reasons = [f"{kind}: {where} {detail}" + (", a file of the verifier or the oracle" if kind == "path-reference" else "")
+                   for kind, detail in verifier_paths(text, state, commands=commands)]
+        readings = [(how, body) for how, body in variants(text, ShellState(state.cwd, dict(state.variables))) if body]
+        for value in self.hidden:
+            how = next((how for how, body in readings if _occurs(value, body)), None)
+            if how:
+                shown = value if len(value) <= 40 else value[:37] + "..."
+                through = "" if how == "raw" else f" (read through its {how})"
+                reasons.append(f"leaked-value: {where} holds {shown!r}{through}, which only the task's tests hold")
+        for number in re.findall(r"(?<![\w.])-?\d+\.\d+(?![\w.])", readings[0][1]):
+            decimals = len(number.split(".")[1])
+            if len(re.sub(r"\D", "", number).lstrip("0")) < 4 or number in self.hidden:
+                continue
+            near = next((f for f in self.floats if abs(float(number) - f) <= 0.5 * 10 ** -decimals + 1e-12), None)
+            if near is not None:
+                reasons.append(f"leaked-value: {where} holds {number}, the tests' expected {near!r} rounded")
+        if commands and self.answers:
+            written = written_literals(text)
+            if re.search(r">|\btee\b", text):  # decoded into a file: echo MTc= | base64 -d > f
+                written |= {w for how, body in readings if how == "encoding" for w in body.split()}
+            numbers = {float(w) for w in written if _NUMBER.match(w)}
+            for answer in self.answers:
+                if answer in written or (_NUMBER.match(answer) and float(answer) in numbers):
+                    reasons.append(f"leaked-value: {where} writes {answer!r} as a literal, an answer only the "
+                                   "task's tests hold")
+        if prose:
+            for answer in self.answers:
+                said = rf"\b(answer|expect\w*|checker|grader|verifier|wants?)\b[^.\n]{{0,40}}?{_token(answer)}"
+                if re.search(said, text, re.I) or re.search(rf"{_token(answer)}[^.\n]{{0,20}}\b(answer|expected)\b", text, re.I):
+                    reasons.append(f"leaked-value: {where} gives {answer!r} as the expected answer, which only the "
+                                   "task's tests hold")
         return list(dict.fromkeys(reasons))
 
 
@@ -132,8 +482,9 @@ class ModelReviewer:
     """A model's verdict on the public instruction and the playbook (never the tests). The reply
     must be JSON ``{"accept": true|false, "reason": "..."}``; any other reply rejects, saying so."""
 
-    def __init__(self, backend: Any, prompt: str | Path | None = None):
+    def __init__(self, backend: Any, prompt: str | Path | None = None, params: SamplingParams | None = None):
         self.backend = backend
+        self.params = params or SamplingParams(temperature=0.0)
         self.prompt = Path(prompt) if prompt else PROMPTS / "reviewer.md"
         if not self.prompt.is_file():
             raise ConfigError(f"reviewer prompt {self.prompt} does not exist")
@@ -144,7 +495,7 @@ class ModelReviewer:
                  "steps": [{"command": s.command, "why": s.why} for s in playbook.steps]}
         messages = [{"role": "system", "content": self.prompt.read_text()},
                     {"role": "user", "content": json.dumps(shown, indent=1)}]
-        reply = self.backend.complete(messages, params=SamplingParams(temperature=0.0)).text or ""
+        reply = self.backend.complete(messages, params=self.params).text or ""
         m = re.search(r"\{.*\}", reply, re.S)
         try:
             data = json.loads(m.group(0)) if m else None
