@@ -159,8 +159,11 @@ def _aimed(pattern: str, targets: list[str], decoys: list[str]) -> str | None:
 
 
 def _words(line: str) -> list[str]:
+    """Shell words, operators (``;``, ``&&``, ``|``, ``>``) apart: ``cd /;`` goes to ``/``."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        return shlex.split(line, comments=False)
+        return list(lexer)
     except ValueError:
         return line.split()
 

@@ -404,6 +404,13 @@ def _occurs(value: str, text: str) -> bool:
     return value in text
 
 
+def _composed(value: str, public: str) -> bool:
+    """Made of public parts only (``listen 8081;`` where the instruction says 8081 and the
+    environment's config says ``listen``): nothing in it the agent could not have known."""
+    parts = [p.strip("\"'()[]{}<>.!?;") for p in re.split(r"[\s=:,;]+", value)]
+    return len(parts) > 1 and all(not p or _trivial(p) or re.search(_token(p), public) for p in parts)
+
+
 def _token(value: str) -> str:
     return rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\d)"
 
@@ -422,7 +429,8 @@ class LeakChecks:
         public = public_text(self.task_dir, instruction, env)
         found = scan_tests(tests) if tests.is_dir() else TestValues()
         # a name of the verifier's files is reported as a path-reference, not twice
-        self.hidden = sorted(v for v in found.values if not _occurs(v, public) and not verifier_paths(v))
+        self.hidden = sorted(v for v in found.values
+                             if not _occurs(v, public) and not _composed(v, public) and not verifier_paths(v))
         self.answers = sorted(v for v in found.answers if not re.search(_token(v), public))
         self.floats = sorted(f for f in found.floats if not _occurs(str(f), public))
         dockerfile = env / "Dockerfile"
