@@ -286,8 +286,9 @@ def test_near_duplicates_go_the_cap_keeps_the_most_different_and_earlier_rounds_
                       normalised_commands([{"role": "assistant", "content": fenced(plain.steps[0].command)}])) > 0.9
     semi = _playbook(PlaybookStep(command="cd /app; make"))
     amp = _playbook(PlaybookStep(command="cd /app &&   make"))
-    others = [_playbook(PlaybookStep(command=f"python3 -c 'print({i})' > /app/out{i}.txt"),
-                      PlaybookStep(command=f"sort -k{i} /app/data/sales_sample.csv | head -{i}")) for i in range(5)]
+    others = [_playbook(PlaybookStep(command=f"cut -d, -f{i + 1} /app/data/sales_sample.csv | sort | uniq -c"),
+                        PlaybookStep(command=f"awk -F, '{{print ${i + 1}}}' /app/data/sales_sample.csv | tail -n {i + 1}"))
+              for i in range(5)]
     run = RSRRun(tmp_path / "r2", RSRConfig(tasks=[str(A)], round="rsr-2"))
     for i, pb in enumerate([write, plain, semi, amp, *others]):
         _stage(run, f"generic-{i + 1}", pb)
