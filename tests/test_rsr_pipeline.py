@@ -345,7 +345,7 @@ def test_records_train_with_trl_sft_trainer_when_trl_is_installed(tmp_path):
 
     run = RSRRun(tmp_path / "run", RSRConfig(tasks=[str(A)]))
     for i in range(3):
-        _stage(run, f"generic-{i + 1}", _playbook(PlaybookStep(command=f"echo {i} > /app/out{i}"),
+        _stage(run, f"generic-{i + 1}", _playbook(PlaybookStep(command=f"date > /app/out{i}"),
                                                   PlaybookStep(keys=["C-c"])))
     assert run.build()["records"] == 3
     data = datasets.load_dataset("json", data_files=str(tmp_path / "run" / "dataset" / "train.jsonl"), split="train")
