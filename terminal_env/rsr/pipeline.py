@@ -32,6 +32,7 @@ from ..actions import Command, Keys, action_to_text
 from ..errors import ConfigError
 from ..fileio import write_atomic
 from ..harness import harness_class
+from ..models.base import EpisodeAware
 from ..models.registry import make_backend
 from ..models.simple import ScriptedBackend, fenced
 from ..models.typed import UntypeableSolution, typed_commands
@@ -292,8 +293,8 @@ class RSRRun:
         cfg = self.config
         model = None
         if cfg.reviewer.spec:
-            model = ModelReviewer(self.backend("reviewer"), cfg.reviewer.prompt)
-            model.params = cfg.reviewer.sampling(ANSWER_PARAMS)
+            model = ModelReviewer(self.backend("reviewer"), cfg.reviewer.prompt,
+                                  params=cfg.reviewer.sampling(ANSWER_PARAMS))
         for task, key, path in self._items("playbooks"):
             out = self.path("reviews", task, key)
             if out.is_file():
@@ -345,7 +346,9 @@ class RSRRun:
         params = e.sampling() if e.spec and e.params else None
 
         def backend_for(playbook: Playbook) -> Callable[[], Any]:
-            if inner is not None:
+            if isinstance(inner, EpisodeAware):  # it keeps an episode's state: one per re-run
+                return lambda: GuidedBackend(make_backend(e.spec or "", **e.options), playbook, e.prompt)
+            if inner is not None:  # one model for every re-run (a local one is loaded once)
                 return lambda: GuidedBackend(inner, playbook, e.prompt)
             replies = replay_replies(playbook, cfg.build.with_reasons)
 
