@@ -1,12 +1,13 @@
 """The RSR leak checks against a labelled set of playbooks, and against the reference solutions.
 
-Usage: python benchmarks/rsr_leaks.py [--part tune|heldout|all] [--out FILE] [--no-solutions]
+Usage: python benchmarks/rsr_leaks.py [--part tune|heldout|fresh|all] [--out FILE] [--no-solutions]
 
 The labelled set (tests/data/rsr_leaks/cases.json) holds playbooks over small tasks of that
-folder, each labelled leak or not, in two parts split by task: ``tune`` (the rules were adjusted
-while looking at it) and ``heldout`` (measured, not tuned on). For each part: tp, fp, fn, tn (a
-positive is a rejected playbook), precision and recall of the rejections, and the misclassified
-case ids with the check's reasons.
+folder, each labelled leak or not, in parts split by task: ``tune`` (the rules were adjusted while
+looking at it), ``heldout`` (measured once; two defects it showed were then fixed, so it is no
+longer unseen) and ``fresh`` (written after those fixes, measured only). For each part: tp, fp,
+fn, tn (a positive is a rejected playbook), precision and recall of the rejections, and the
+misclassified case ids with the check's reasons.
 
 Then the reference solutions of the bundled tasks of the train split (tasks/*/solution/solve.sh,
 typed into commands as the typed oracle types them) are reviewed as playbooks: how many the
@@ -31,6 +32,9 @@ from terminal_env.tasks import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELLED = ROOT / "tests" / "data" / "rsr_leaks"
+#: tune: looked at while writing the rules; heldout: measured once, then two defects it showed
+#: were fixed; fresh: written after that, measured only (docs/rsr-leak-check.md)
+PARTS = ["tune", "heldout", "fresh"]
 
 
 def as_playbook(task: str, instruction: str, steps: list[dict]) -> Playbook:
@@ -44,7 +48,8 @@ def labelled(part: str) -> dict:
     cases = json.loads((LABELLED / "cases.json").read_text())["cases"]
     checks: dict[str, LeakChecks] = {}
     out = {}
-    for name in (["tune", "heldout"] if part == "all" else [part]):
+    parts = sorted({c["part"] for c in cases}, key=PARTS.index)
+    for name in (parts if part == "all" else [part]):
         counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
         wrong = []
         for case in (c for c in cases if c["part"] == name):
@@ -90,7 +95,7 @@ def solutions() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=["tune", "heldout", "all"], default="all")
+    ap.add_argument("--part", choices=[*PARTS, "all"], default="all")
     ap.add_argument("--no-solutions", action="store_true", help="skip the reference solutions")
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args()

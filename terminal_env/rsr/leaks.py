@@ -11,6 +11,7 @@
 * :func:`written_literals`: the literals a text writes as data: what ``echo``/``printf`` send to
   a file, a data heredoc's words, shell and Python assignments of a lone literal, ``print``/
   ``write`` of a literal, a dict entry's literal value, a ``sed`` replacement.
+* :func:`shell_test_values`: what a task's ``test.sh`` compares (the other side of the check).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ _DECOYS = ["/app", "/tmp", "/usr", "/etc", "/var", "/home", "/root", "/opt", "/s
            "/app/run.sh", "/tmp/x.txt", "/usr/bin", "/etc/x.conf", "/var/log", "/tmp/x", "/app/x"]
 _DECOY_NAMES = ["main.py", "app.py", "setup.py", "util.py", "run.sh", "build.sh", "x.txt", "notes.txt",
                 "data.csv", "config.json", "out.txt", "README.md", "Makefile"]
-_PROC = re.compile(r"/proc/([^/\s'\"]+)/(root|cwd|fd|environ|mem|maps|cmdline|exe|task)\b")
+_PROC = re.compile(r"/proc/(\$\([^()]*\)|[^/\s'\"]+)/(root|cwd|fd|environ|mem|maps|cmdline|exe|task)\b")
 _GLOB = re.compile(r"[*?\[]")
 _ASSIGN = re.compile(r"(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=([^\s;&|)]*)")
 #: a value that is one literal word (not an expression or a command)
@@ -187,7 +188,8 @@ def verifier_paths(text: str, state: ShellState | None = None, *, commands: bool
                 found.append(("obfuscated-path", f"reaches {m.group(0)!r} through its {how}"))
     for m in _PROC.finditer(text):
         pid, entry = m.groups()
-        if pid not in ("self", "thread-self", "$$") and (_GLOB.search(pid) or entry not in ("cmdline", "exe", "task")):
+        enumerated = _GLOB.search(pid) or pid.startswith("$(")  # every process, or one found by name
+        if pid not in ("self", "thread-self", "$$") and (enumerated or entry not in ("cmdline", "exe", "task")):
             found.append(("obfuscated-path", f"reads {m.group(0)!r}, another process's view (the verifier's)"))
     if commands:
         for line in readings[2][1].splitlines():  # unquoted, variables substituted
@@ -305,3 +307,60 @@ def written_literals(text: str) -> set[str]:
                 for line in body.split("\n"):
                     out |= _echoes(line, always=True)
     return out
+
+
+# ---- what a shell test compares -------------------------------------------------------------
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _unregex(pattern: str) -> str:
+    """A grep pattern as the text it matches, when it is nearly literal (anchors, escapes)."""
+    return re.sub(r"\\(.)", r"\1", pattern.removeprefix("^").removesuffix("$"))
+
+
+def shell_test_values(text: str) -> tuple[list[tuple[str, bool]], list[str]]:
+    """A shell test's literals as ``(value, compared)``: the operands of ``[ ]``/``[[ ]]``/
+    ``test`` comparisons, ``grep`` patterns and heredoc bodies are compared, and so are the
+    variables those compare (``WANT=23 ... -eq "$WANT"``); other assignments are not. Also the
+    bodies of its Python heredocs, to be read as Python."""
+    lines, values, scripts, i = [], [], [], 0
+    raw = re.sub(r"\\\n", " ", text).split("\n")
+    while i < len(raw):
+        lines.append(raw[i])
+        m = _HEREDOC.search(raw[i])
+        if m:
+            end = next((j for j in range(i + 1, len(raw)) if raw[j].strip() == m.group(2)), len(raw))
+            body = "\n".join(raw[i + 1:end])
+            if re.search(r"\bpython", raw[i]):
+                scripts.append(body)
+            else:
+                values.append((body, True))
+            i = end
+        i += 1
+    compared: set[str] = set()
+    for line in (x for x in lines if not x.lstrip().startswith("#")):
+        for test in re.findall(r"\[\[?\s(.*?)\s\]\]?|\btest\s+([^;&|]*)", line):
+            words = _split(" ".join(test))
+            for j, word in enumerate(words):
+                beside = words[max(j - 1, 0):j] + words[j + 1:j + 2]
+                if any(re.fullmatch(r"==?|!=|=~|-(eq|ne|lt|le|gt|ge)", w) for w in beside):
+                    compared |= set(re.findall(r"\$\{?(\w+)", word))
+                    if "$" not in word:
+                        values.append((word, True))
+        for grep in re.findall(r"\bgrep\s+(.*)", line):
+            words, j = _split(re.split(r"[|;&]", grep)[0]), 0
+            while j < len(words) and words[j].startswith("-"):
+                if words[j] == "-e" and j + 1 < len(words):
+                    values.append((_unregex(words[j + 1]), True))
+                j += 2 if words[j] in ("-e", "-f", "-m", "-A", "-B", "-C") else 1
+            if j < len(words) and "-e" not in words:
+                compared |= set(re.findall(r"\$\{?(\w+)", words[j]))
+                values.append((_unregex(words[j]), True))
+    assigned = re.findall(r"^\s*(?:export\s+|local\s+)?([A-Za-z_]\w*)=['\"]?([^'\"$`\s]*)", text, re.M)
+    return values + [(value, name in compared) for name, value in assigned], scripts

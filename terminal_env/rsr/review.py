@@ -34,7 +34,6 @@ import ast
 import gzip
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,12 +41,14 @@ from typing import Any
 from ..errors import ConfigError
 from ..models.base import SamplingParams
 from ..tasks.dockerfile import dockerfile_workdir
-from .leaks import ShellState, variants, verifier_paths, written_literals
+from .leaks import ShellState, shell_test_values, variants, verifier_paths, written_literals
 from .playbook import Playbook, Verdict
 
 PROMPTS = Path(__file__).parent / "prompts"
 MAX_FILE = 1 << 20  # bytes read of one file when looking for literals
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+#: what a constant of the tests is: compared with the agent's output; data (assigned, built);
+#: an argument of a call we do not know; run (a command, flag, path, pattern); words for people
 VALUE, DATA, ARG, COMMAND, PROSE = "value", "data", "arg", "command", "prose"
 #: the project's kit, the same in every task's tests: its helpers are followed, its own
 #: constants (defaults such as ``status=200``) are not the task's answers
@@ -90,7 +91,7 @@ def _trivial(value: str) -> bool:
 
 
 @dataclass
-class TestValues:
+class HiddenValues:
     """What a task's tests hold: specific values, short compared answers, compared floats."""
 
     values: set[str] = field(default_factory=set)
@@ -135,11 +136,12 @@ class _PythonTests:
                         if isinstance(node, ast.Import) for a in node.names if a.name in modules}
         self.before: dict[tuple, set[str]] = {}
 
-    def scan(self, into: TestValues) -> None:
+    def scan(self, into: HiddenValues) -> None:
         for _ in range(6):
             self.uses: dict[tuple, set[str]] = {}
             self.found: list[tuple[str, Any, str]] = []
-            for self.mod, tree in self.modules.items():
+            for mod, tree in self.modules.items():
+                self.mod = mod  # the module being read: names and helpers resolve in it first
                 self.block(tree.body, None)
             if self.uses == self.before:
                 break
@@ -266,21 +268,20 @@ class _PythonTests:
             return
         if isinstance(node.func, ast.Attribute):  # what a method is called on: equals.strip() is equals
             self.expr(node.func.value, ctx, scope)
-        if name == "parametrize":
+        asserting = bool(name and _ASSERTS.match(name))
+        passed = COMMAND if name in _RUNS else VALUE if asserting or ctx == VALUE else ARG
+        if name == "parametrize":  # the names, then the cases
             args = [(a, COMMAND if i == 0 else VALUE) for i, a in enumerate(node.args)]
-        elif name in _RUNS:
-            args = [(a, COMMAND) for a in node.args]
-        elif name and _ASSERTS.match(name):
+        elif asserting:  # assertEqual(first, second, msg): what follows the compared ones is a message
             keep = 1 if name in _ONE_ARG else 2 if name.startswith("assert") else len(node.args)
             args = [(a, VALUE if i < keep else PROSE) for i, a in enumerate(node.args)]
         else:
-            args = [(a, VALUE if ctx == VALUE else ARG) for a in node.args]
+            args = [(a, passed) for a in node.args]
         for arg, arg_ctx in args:
             self.expr(arg, arg_ctx, scope)
-        default = args[0][1] if args else (VALUE if name and _ASSERTS.match(name) else ARG)
         for kw in node.keywords:
-            kw_ctx = PROSE if kw.arg in ("msg", "err_msg") else COMMAND if kw.arg in _SETTINGS else default
-            self.expr(kw.value, kw_ctx, scope)
+            self.expr(kw.value, PROSE if kw.arg in ("msg", "err_msg") else COMMAND if kw.arg in _SETTINGS else passed,
+                      scope)
 
     @staticmethod
     def _passed(param_ctx: str) -> str:
@@ -292,70 +293,9 @@ def _name(func: ast.AST) -> str | None:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
-def _shell_values(text: str, into: TestValues, python: dict[str, ast.Module]) -> None:
-    """A shell test's compared values: ``[ ]``/``[[ ]]``/``test`` operands, ``grep`` patterns,
-    heredoc bodies (Python ones are read as Python), and the variables those compare."""
-    lines, docs, i = [], [], 0
-    raw = re.sub(r"\\\n", " ", text).split("\n")
-    while i < len(raw):
-        m = re.search(r"<<-?\s*(['\"]?)(\w+)\1", raw[i])
-        lines.append(raw[i])
-        if m:
-            end = next((j for j in range(i + 1, len(raw)) if raw[j].strip() == m.group(2)), len(raw))
-            docs.append((raw[i], "\n".join(raw[i + 1:end])))
-            i = end
-        i += 1
-    for opening, body in docs:
-        if re.search(r"\bpython", opening):
-            try:
-                python[f"heredoc{len(python)}"] = ast.parse(body)
-            except SyntaxError:
-                pass
-        else:
-            into.add(body, VALUE)
-    assigned = dict(re.findall(r"^\s*(?:export\s+|local\s+)?([A-Za-z_]\w*)=['\"]?([^'\"$`\s]*)", text, re.M))
-    compared: set[str] = set()
-    for line in lines:
-        if line.lstrip().startswith("#"):
-            continue
-        for test in re.findall(r"\[\[?\s(.*?)\s\]\]?|\btest\s+([^;&|]*)", line):
-            words = _shell_words(" ".join(test))
-            for j, word in enumerate(words):
-                near = words[j - 1:j] + words[j + 1:j + 2]
-                if any(re.fullmatch(r"==?|!=|=~|-(eq|ne|lt|le|gt|ge)", w) for w in near):
-                    compared |= set(re.findall(r"\$\{?(\w+)", word))
-                    if "$" not in word:
-                        into.add(word, VALUE)
-        for grep in re.findall(r"\bgrep\s+(.*)", line):
-            words = [w for w in _shell_words(re.split(r"[|;&]", grep)[0])]
-            flags_with_args = {"-e", "-f", "-m", "-A", "-B", "-C"}
-            j = 0
-            while j < len(words) and words[j].startswith("-"):
-                if words[j] == "-e" and j + 1 < len(words):
-                    into.add(_unregex(words[j + 1]), VALUE)
-                j += 2 if words[j] in flags_with_args else 1
-            if j < len(words) and "-e" not in words:
-                compared |= set(re.findall(r"\$\{?(\w+)", words[j]))
-                into.add(_unregex(words[j]), VALUE)
-    for name, value in assigned.items():
-        into.add(value, VALUE if name in compared else DATA)
-
-
-def _shell_words(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
-
-
-def _unregex(pattern: str) -> str:
-    """A grep pattern as the text it matches, when it is nearly literal (anchors, escapes)."""
-    return re.sub(r"\\(.)", r"\1", pattern.removeprefix("^").removesuffix("$"))
-
-
-def scan_tests(tests_dir: Path) -> TestValues:
+def scan_tests(tests_dir: Path) -> HiddenValues:
     """The values in a task's tests that would give the answer away, were they in a playbook."""
-    found, python = TestValues(), {}
+    found, python = HiddenValues(), {}
     for path in sorted(tests_dir.rglob("*")):
         if not path.is_file() or path.stat().st_size > MAX_FILE:
             continue
@@ -366,7 +306,14 @@ def scan_tests(tests_dir: Path) -> TestValues:
             except SyntaxError:
                 continue
         elif path.suffix == ".sh" or (text.startswith("#!") and "python" not in text.split("\n", 1)[0]):
-            _shell_values(text, found, python)
+            values, scripts = shell_test_values(text)
+            for value, compared in values:
+                found.add(value, VALUE if compared else DATA)
+            for script in scripts:  # python3 - <<EOF ... EOF: read as the Python tests are
+                try:
+                    python[f"{path.stem}-{len(python)}"] = ast.parse(script)
+                except SyntaxError:
+                    pass
         else:  # a data file: every line and field
             for line in text.splitlines():
                 for part in {line, *re.split(r"[,;\t|]", line)}:
@@ -427,7 +374,7 @@ class LeakChecks:
         tests = Path(tests_dir) if tests_dir else self.task_dir / "tests"
         env = Path(environment_dir) if environment_dir else self.task_dir / "environment"
         public = public_text(self.task_dir, instruction, env)
-        found = scan_tests(tests) if tests.is_dir() else TestValues()
+        found = scan_tests(tests) if tests.is_dir() else HiddenValues()
         # a name of the verifier's files is reported as a path-reference, not twice
         self.hidden = sorted(v for v in found.values
                              if not _occurs(v, public) and not _composed(v, public) and not verifier_paths(v))
@@ -452,38 +399,60 @@ class LeakChecks:
     def _check(self, text: str, where: str, state: ShellState, *, commands: bool, prose: bool) -> list[str]:
         if not text.strip():
             return []
-        reasons = [f"{kind}: {where} {detail}" + (", a file of the verifier or the oracle" if kind == "path-reference" else "")
+        reasons = [f"{kind}: {where} {detail}" + (", a file of the verifier or the oracle" * (kind == "path-reference"))
                    for kind, detail in verifier_paths(text, state, commands=commands)]
         readings = [(how, body) for how, body in variants(text, ShellState(state.cwd, dict(state.variables))) if body]
+        reasons += self._specific(where, readings)
+        if commands:
+            reasons += self._written(text, where, readings)
+        if prose:
+            reasons += self._said(text, where)
+        return list(dict.fromkeys(reasons))
+
+    def _specific(self, where: str, readings: list[tuple[str, str]]) -> list[str]:
+        """Specific values, as written or read through quoting, variables, printf, an encoding;
+        compared floats, rounded."""
+        reasons = []
         for value in self.hidden:
-            how = next((how for how, body in readings if _occurs(value, body)), None)
+            bare = re.sub(r"[\"'\\]", "", value)  # as the unquoted readings show it: echo "\"Quoted\""
+            bare = bare if bare != value and _significant(bare) else value
+            how = next((how for how, body in readings if _occurs(value, body) or (how != "raw" and _occurs(bare, body))),
+                       None)
             if how:
                 shown = value if len(value) <= 40 else value[:37] + "..."
                 through = "" if how == "raw" else f" (read through its {how})"
                 reasons.append(f"leaked-value: {where} holds {shown!r}{through}, which only the task's tests hold")
         for number in re.findall(r"(?<![\w.])-?\d+\.\d+(?![\w.])", readings[0][1]):
-            decimals = len(number.split(".")[1])
             if len(re.sub(r"\D", "", number).lstrip("0")) < 4 or number in self.hidden:
-                continue
-            near = next((f for f in self.floats if abs(float(number) - f) <= 0.5 * 10 ** -decimals + 1e-12), None)
+                continue  # too short to be more than a coincidence, or said already
+            half = 0.5 * 10 ** -len(number.split(".")[1]) + 1e-12
+            near = next((f for f in self.floats if abs(float(number) - f) <= half), None)
             if near is not None:
                 reasons.append(f"leaked-value: {where} holds {number}, the tests' expected {near!r} rounded")
-        if commands and self.answers:
-            written = written_literals(text)
-            if re.search(r">|\btee\b", text):  # decoded into a file: echo MTc= | base64 -d > f
-                written |= {w for how, body in readings if how == "encoding" for w in body.split()}
-            numbers = {float(w) for w in written if _NUMBER.match(w)}
-            for answer in self.answers:
-                if answer in written or (_NUMBER.match(answer) and float(answer) in numbers):
-                    reasons.append(f"leaked-value: {where} writes {answer!r} as a literal, an answer only the "
-                                   "task's tests hold")
-        if prose:
-            for answer in self.answers:
-                said = rf"\b(answer|expect\w*|checker|grader|verifier|wants?)\b[^.\n]{{0,40}}?{_token(answer)}"
-                if re.search(said, text, re.I) or re.search(rf"{_token(answer)}[^.\n]{{0,20}}\b(answer|expected)\b", text, re.I):
-                    reasons.append(f"leaked-value: {where} gives {answer!r} as the expected answer, which only the "
-                                   "task's tests hold")
-        return list(dict.fromkeys(reasons))
+        return reasons
+
+    def _written(self, text: str, where: str, readings: list[tuple[str, str]]) -> list[str]:
+        """Short answers the text writes as literals (into a file, a variable, a printed line)."""
+        if not self.answers:
+            return []
+        written = written_literals(text)
+        if re.search(r">|\btee\b", text):  # decoded into a file: echo MTc= | base64 -d > f
+            written |= {w for how, body in readings if how == "encoding" for w in body.split()}
+        numbers = {float(w) for w in written if _NUMBER.match(w)}
+        return [f"leaked-value: {where} writes {answer!r} as a literal, an answer only the task's tests hold"
+                for answer in self.answers
+                if answer in written or (_NUMBER.match(answer) and float(answer) in numbers)]
+
+    def _said(self, text: str, where: str) -> list[str]:
+        """Short answers the reasoning calls the expected one (``the checker expects 17``)."""
+        reasons = []
+        for answer in self.answers:
+            before = rf"\b(answer|expect\w*|checker|grader|verifier|wants?)\b[^.\n]{{0,40}}?{_token(answer)}"
+            after = rf"{_token(answer)}[^.\n]{{0,20}}\b(answer|expected)\b"
+            if re.search(before, text, re.I) or re.search(after, text, re.I):
+                reasons.append(f"leaked-value: {where} gives {answer!r} as the expected answer, which only the "
+                               "task's tests hold")
+        return reasons
 
 
 class ModelReviewer:
