@@ -7,7 +7,8 @@
   (``path-reference``), or through quoting, variables, printf, an encoding, a relative path, a
   glob, a search of ``/`` or ``/proc`` (``obfuscated-path``; :mod:`.leaks` reads the shell);
 * hold a value that only the task's ``tests/`` hold, in neither its instruction nor its
-  environment (``leaked-value``): an expected output or a hidden input. What the tests *run* is
+  environment nor made of their parts alone (``leaked-value``): an expected output or a hidden
+  input (the vendored kit ``te_checks.py``'s own constants are neither). What the tests *run* is
   not a value (commands, flags, paths, SQL and patterns: the arguments of ``subprocess``, ``re``,
   ``open``, string methods, or of a helper of the tests that hands them on to those); nor are
   docstrings and assertion messages. What they *compare* is: comparison operands of an
@@ -23,7 +24,8 @@
   the expected answer: ``1`` elsewhere is never one.
 
 The checks see the playbook only, never its outputs: a value copied from what an earlier step
-printed is rejected too (the playbook should compute it). A model reviewer (:class:`ModelReviewer`,
+printed is rejected too (the playbook should compute it). Rules, labelled set and measured
+precision and recall: ``docs/rsr-leak-check.md``. A model reviewer (:class:`ModelReviewer`,
 prompt in ``prompts/reviewer.md``) runs after the checks, never instead of them, and sees only the
 public instruction and the playbook.
 """
