@@ -161,6 +161,7 @@ def test_model_roles_come_after_the_checks_and_read_prompt_files(tmp_path):
     assert asked == []  # the leak checks rejected it: the model was never asked
     verdict = review(playbook("echo hi"), checks, reviewer)
     assert verdict.reasons == ["model-rejected: hard-codes a total"] and verdict.reviewers == ["leak-checks", "model:rev"]
+    assert set(verdict.usage) <= {"prompt_tokens", "completion_tokens"}  # what the backend reported
     shown = asked[0][1]["content"]
     assert "98765" not in shown and "test_total" not in shown  # the model sees instruction and steps only
     prompt = tmp_path / "mine.md"

@@ -468,13 +468,17 @@ class ModelReviewer:
         if not self.prompt.is_file():
             raise ConfigError(f"reviewer prompt {self.prompt} does not exist")
         self.name = f"model:{getattr(backend, 'name', type(backend).__name__)}"
+        #: tokens the last reply used (prompt, completion), when the backend says
+        self.last_usage: dict[str, int] = {}
 
     def review(self, playbook: Playbook) -> list[str]:
         shown = {"instruction": playbook.instruction,
-                 "steps": [{"command": s.command, "why": s.why} for s in playbook.steps]}
+                 "steps": [{"command": s.text(), "why": s.why} for s in playbook.steps]}
         messages = [{"role": "system", "content": self.prompt.read_text()},
                     {"role": "user", "content": json.dumps(shown, indent=1)}]
-        reply = self.backend.complete(messages, params=self.params).text or ""
+        completion = self.backend.complete(messages, params=self.params)
+        self.last_usage = {k: v for k, v in completion.usage.model_dump().items() if v is not None}
+        reply = completion.text or ""
         m = re.search(r"\{.*\}", reply, re.S)
         try:
             data = json.loads(m.group(0)) if m else None
@@ -488,8 +492,9 @@ class ModelReviewer:
 def review(playbook: Playbook, checks: LeakChecks, model: ModelReviewer | None = None) -> Verdict:
     """The leak checks, then (only if they pass) the model reviewer."""
     reasons = checks.review(playbook)
-    reviewers = [checks.name]
+    reviewers, usage = [checks.name], {}
     if not reasons and model is not None:
         reasons = model.review(playbook)
         reviewers.append(model.name)
-    return Verdict(accepted=not reasons, reasons=reasons, reviewers=reviewers)
+        usage = model.last_usage
+    return Verdict(accepted=not reasons, reasons=reasons, reviewers=reviewers, usage=usage)
