@@ -357,3 +357,11 @@ def test_records_train_with_trl_sft_trainer_when_trl_is_installed(tmp_path):
                              processing_class=tokenizer)
     result = trainer.train()
     assert result.global_step == 1 and result.training_loss > 0
+
+
+def test_self_keeps_a_roles_own_options():
+    cfg = config_from_args(parse("all", "--out", "/tmp/none-such-rsr-run", "--tasks", str(A), "--model", "openai:a",
+                                 "--base-url", "http://127.0.0.1:1/v1", "--option", "planner.base_url=http://127.0.0.1:2/v1",
+                                 "--self"))
+    assert cfg.mode() == "self" and cfg.executor.options == {"base_url": "http://127.0.0.1:1/v1"}
+    assert cfg.planner.options == {"base_url": "http://127.0.0.1:2/v1"}  # its own, set before --self applied

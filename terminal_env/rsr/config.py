@@ -130,13 +130,14 @@ class RSRConfig(BaseModel):
         return "model-free" if len(self.stand_ins()) == len(ROLES) else "mixed"
 
     def with_self(self) -> "RSRConfig":
-        """Every role played by the collecting policy, with its options (planner and reviewer
-        keep their own sampling: they answer once, greedily, unless told otherwise)."""
+        """Every role played by the collecting policy, with its options (a role's own options
+        win where both set one; planner and reviewer keep their own sampling: they answer once,
+        greedily, unless told otherwise)."""
         if self.collector.model_free:
             raise ConfigError(f"--self needs a model as the policy (--model hf:DIR or openai:NAME), "
                               f"not {self.collector.spec!r}: a model-free policy cannot plan, review or execute")
         c = self.collector
-        update = {r: self.role(r).model_copy(update={"spec": c.spec, "options": dict(c.options)})
+        update = {r: self.role(r).model_copy(update={"spec": c.spec, "options": {**c.options, **self.role(r).options}})
                   for r in ("planner", "reviewer", "executor")}
         update["executor"] = update["executor"].model_copy(update={"params": {**c.params, **self.executor.params}})
         return self.model_copy(update=update)

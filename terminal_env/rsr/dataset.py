@@ -72,8 +72,9 @@ def _without_playbook_talk(text: str) -> tuple[str | None, int]:
     parts = re.split(r"(`{3,}[^\n]*\n.*?`{3,})", text, flags=re.S)
     changed = 0
     for n in range(0, len(parts), 2):  # the prose between the fenced blocks
-        kept = [s for s in _SENTENCE.split(parts[n]) if not _PLAYBOOK_REF.search(s)]
-        if len(kept) != len([s for s in _SENTENCE.split(parts[n])]):
+        sentences = _SENTENCE.split(parts[n])
+        kept = [s for s in sentences if not _PLAYBOOK_REF.search(s)]
+        if len(kept) != len(sentences):
             changed = 1
             parts[n] = " ".join(s.strip() for s in kept if s.strip()) + ("\n\n" if n + 1 < len(parts) else "")
     return "".join(parts).strip(), changed
