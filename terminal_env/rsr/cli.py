@@ -7,7 +7,7 @@
 
 The first command of a run names its tasks (saved with every other setting in ``OUT/rsr.json``);
 later commands read them from there, and any setting given again on a later command is applied
-and saved, unless files already written depend on it (:mod:`.config` says which).
+and saved, unless files already written depend on it (docs/rsr.md says which).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def add_rsr_parser(sub: Any) -> None:
     g.add_argument("--executor", help="a model spec guided by the playbook, or 'replay' (default: the steps replayed)")
     for role in ("planner", "reviewer", "executor"):
         g.add_argument(f"--{role}-prompt", help=f"the {role} model's prompt file (default: the bundled one)")
-    g.add_argument("--base-url", help="the server of every openai: role that has no base_url of its own")
+    g.add_argument("--base-url", help="the server of every openai: role (an --option ROLE.base_url on the same "
+                                      "command overrides it for that role)")
     g.add_argument("--option", action="append", default=[], metavar="ROLE.KEY=VALUE",
                    help="a backend option or sampling parameter of one role (collector, planner, reviewer, "
                         "executor, or all), e.g. executor.temperature=0.6, planner.base_url=URL; repeatable")
