@@ -40,12 +40,9 @@ import torch
 import torch.distributed as dist
 
 from ..errors import ConfigError
+from .layouts import decoder_layers  # found through the model's own decoder, never by a name
 
 T = TypeVar("T")
-
-#: the names of the module lists that hold a transformer's decoder layers (``model.layers`` in
-#: Hugging Face causal LMs, ``transformer.h`` in GPT-2-like ones)
-LAYER_LISTS = ("layers", "h", "blocks")
 
 
 def launch(environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -138,18 +135,8 @@ def world_size() -> int:
     return dist.get_world_size() if is_distributed() else 1
 
 
-def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The decoder layers of ``model``: the first module list named in :data:`LAYER_LISTS`, found
-    anywhere inside it (``model.layers`` of a causal LM, ``model.model.layers`` of a critic)."""
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] in LAYER_LISTS and len(module):
-            return list(module)
-    raise ConfigError(f"cannot find the decoder layers of {type(model).__name__}: no non-empty ModuleList named "
-                      f"{' or '.join(LAYER_LISTS)} inside it (Hugging Face causal LMs keep them in "
-                      f"model.model.layers); pass layers= to shard()")
-
-
-def shard(model: torch.nn.Module, layers: Sequence[torch.nn.Module] | None = None) -> torch.nn.Module:
+def shard(model: torch.nn.Module, layers: Sequence[torch.nn.Module] | None = None, *,
+          mixed_precision: bool = False) -> torch.nn.Module:
     """Shard ``model`` in place with FSDP2: ``fully_shard`` on each decoder layer (its weights are
     gathered only while it runs), then on ``model`` itself (the embeddings, the final norm, the
     heads). ``model`` must be the module whose ``forward`` is called (the :class:`Critic`, not its
@@ -158,14 +145,20 @@ def shard(model: torch.nn.Module, layers: Sequence[torch.nn.Module] | None = Non
     The root too is resharded after each forward (FSDP2 otherwise keeps the root gathered until
     the backward, and a forward without gradient, as for PPO's targets or the critic's
     measurements, would leave it gathered, its parameters showing as whole tensors without
-    gradients); this costs one more all-gather of the root's weights in each backward."""
-    from torch.distributed.fsdp import fully_shard  # the optional extra [train] (torch)
+    gradients); this costs one more all-gather of the root's weights in each backward.
+
+    ``mixed_precision``: the shards (the optimizer's master weights) stay float32, each layer is
+    gathered and computes in bf16, and gradients are reduced in float32
+    (``MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)``)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # the optional extra [train] (torch)
 
     if not is_distributed():
         raise ConfigError("shard() needs a process group: call init_from_env() under torchrun first")
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed_precision \
+        else MixedPrecisionPolicy()
     for layer in layers if layers is not None else decoder_layers(model):
-        fully_shard(layer)
-    fully_shard(model, reshard_after_forward=True)
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(model, reshard_after_forward=True, mp_policy=policy)
     return model
 
 

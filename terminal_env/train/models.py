@@ -36,6 +36,7 @@ from safetensors.torch import load_file, save_file
 from ..errors import ConfigError
 from ..fileio import write_atomic
 from .distributed import barrier, full_state, rank
+from .layouts import load_causal_lm
 from .losses import token_logprobs
 
 PAIR_FILE = "pair.json"
@@ -67,7 +68,9 @@ class Critic(torch.nn.Module):
         """Values ``[batch, tokens]`` (float32)."""
         body = getattr(self.model, self.model.base_model_prefix)  # the transformer without the LM head
         hidden = body(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.head(hidden.float())[..., 0]
+        # the head's own dtype: float32, or bf16 where FSDP's mixed precision gathered it so
+        with torch.autocast(hidden.device.type, enabled=False):  # values in the head's precision
+            return self.head(hidden.to(self.head.weight.dtype))[..., 0].float()
 
 
 @dataclass
@@ -169,10 +172,10 @@ def _digest(directory: Path) -> str:
 
 
 def _load_causal_lm(path: str) -> Any:
-    import transformers  # the optional extra [train]
-
     try:
-        return transformers.AutoModelForCausalLM.from_pretrained(path)
+        # float32 whatever the checkpoint holds: the trainer's master weights (bf16 compute is autocast's);
+        # a composite (vision-language) checkpoint gives its text model (layouts.load_causal_lm)
+        return load_causal_lm(path, dtype=torch.float32)
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot load a causal LM from {path!r}: {e}") from e
 
