@@ -20,10 +20,8 @@ from terminal_env.models.base import SamplingParams  # noqa: E402
 from terminal_env.models.hf_backend import HFChatTokenizer, TransformersBackend  # noqa: E402
 from terminal_env.models.openai_backend import OpenAIBackend  # noqa: E402
 from terminal_env.models.scripted_server import ScriptedServer  # noqa: E402
-from terminal_env.train.data import Episode, Sequence  # noqa: E402
 from terminal_env.train.loopback import LoopbackVLLM  # noqa: E402
 from terminal_env.train.models import Pair  # noqa: E402
-from terminal_env.train.ppo import PPO, PPOConfig  # noqa: E402
 from terminal_env.train.weight_sync import VLLMWeightSync  # noqa: E402
 
 
@@ -44,26 +42,6 @@ def served(tokenizer):
     client.close()
     server.close()
     local.close()
-
-
-def even_share(tokens: list[int]) -> float:
-    return sum(1 for t in tokens if t % 2 == 0) / len(tokens)
-
-
-def rollouts(pair: Pair, client: OpenAIBackend, n: int, seed: int) -> list[Episode]:
-    """One-turn episodes sampled by the server at temperature 1 (raw log-probs are the sampling
-    ones), token ids in and out; reward: the share of even token ids."""
-    out = []
-    for i in range(n):
-        prompt = pair.tokenizer.encode(f"<|im_start|>user\npick {i % 4}<|im_end|>\n<|im_start|>assistant\n")
-        c = client.complete_tokens(prompt, params=SamplingParams(max_new_tokens=6, seed=seed * 1000 + i,
-                                                                 temperature=1.0))
-        assert c.prompt_token_ids == prompt and c.weights == client.weights_version
-        ids = prompt + c.token_ids
-        out.append(Episode(f"e{i}", "toy", [Sequence(ids, [0] * len(prompt) + [1] * len(c.token_ids),
-                                                     [0.0] * len(prompt) + c.logprobs)],
-                           even_share(c.token_ids), 1.0))
-    return out
 
 
 def test_pushed_weights_are_the_ones_the_server_samples_from(served):
@@ -93,23 +71,7 @@ def test_pushed_weights_are_the_ones_the_server_samples_from(served):
     assert info["names"] == list(pair.actor.state_dict()) and info["dtype_names"][0] == "float32"
 
 
-def test_ppo_through_the_server_raises_the_reward_with_weights_pushed_after_each_update(served):
-    """The local backend's PPO test, with generation on the server: token ids in and out, the
-    sampled log-probs as the old log-probs, and the actor pushed after each update."""
-    pair, server, client = served
-    trainer = PPO(pair, PPOConfig(epochs=2, batch_size=8, actor_lr=5e-3, critic_lr=5e-3, lam=1.0), force=True)
-    gaps = []
-    with VLLMWeightSync(server.base_url, transport="gloo", backends=[client]) as sync:
-        base = rollouts(pair, client, 32, 99)
-        for step in range(8):
-            report = trainer.update(rollouts(pair, client, 32, step))
-            gaps.append(report["first_logprob_gap"])
-            sync.push(pair.actor, f"v{step + 1}")
-        after = rollouts(pair, client, 32, 99)
-    assert server.pushes == 8 and client.weights_version == "v8"
-    assert max(gaps) < 1e-3  # the trainer scores the server's tokens as the server did
-    rewards = [sum(e.reward for e in base) / 32, sum(e.reward for e in after) / 32]
-    assert rewards[1] > rewards[0] + 0.2, rewards
+# PPO through the server (collect -> episodes -> update, old log-probs recomputed): tests/test_vllm_path.py
 
 
 def test_a_server_without_the_weight_transfer_routes_is_named_with_the_fix():

@@ -24,6 +24,22 @@ not align are a malformed answer (retried). With a ``chat_tokenizer`` too, the b
 :class:`~terminal_env.protocols.TokenBackend`: :meth:`OpenAIBackend.complete_tokens` sends the
 prompt as token ids to ``/v1/completions`` (the same retries), so the server samples from exactly
 the tokens the trainer will score, and chat templates never re-render the episode.
+
+**Sampling log-probs, and what they rely on.** vLLM returns the log-probs of its default
+``--logprobs-mode raw_logprobs``: the model's own distribution, before temperature, penalties,
+top-k and top-p. They are the log-probs of the distribution the tokens were drawn from exactly
+when the temperature is 1 and nothing else reshapes it; then they also go to
+``Completion.sampling_logprobs`` (what PPO's ratio and truncated importance sampling use). At any
+other temperature, or with top-p/top-k/min-p/penalties, ``sampling_logprobs`` stays None: the
+trainer recomputes the old log-probs itself. A server started with another ``--logprobs-mode``
+breaks this (keep the default). Token requests send neutral sampling settings
+(:data:`NEUTRAL_SAMPLING`, and ``top_p=1``) unless ``extra_body`` sets them, so vLLM does not apply
+the model's ``generation_config`` defaults (e.g. ``top_k=20``) behind the caller's back;
+:meth:`OpenAIBackend.reshaping` names whatever still reshapes the distribution.
+
+A request the server aborts (``finish_reason="abort"``: vLLM's ``/pause`` aborts in-flight
+requests by default while weights change) is retried, and so is one during which the
+``weights_version`` changed: which weights sampled it is not known.
 """
 
 from __future__ import annotations
@@ -76,6 +92,11 @@ _UNKNOWN_THINKING_FIELD = re.compile(r"chat_template_kwargs|enable_thinking", re
 _TOKEN_ID = re.compile(r"^token_id:(\d+)$")
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 
+#: vLLM's sampling settings that leave the model's distribution as it is (sent with token requests,
+#: so that the defaults vLLM takes from the model's generation_config do not apply)
+NEUTRAL_SAMPLING: dict[str, Any] = {"top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0,
+                                    "presence_penalty": 0.0, "frequency_penalty": 0.0}
+
 
 class RateLimiter:
     """Spaces calls at least ``60 / requests_per_minute`` seconds apart, across threads.
@@ -115,9 +136,10 @@ class OpenAIBackend:
 
     ``token_ids=True`` asks vLLM for the ids of every prompt and answer and their log-probs.
     vLLM's log-probs are by default the raw ones (``--logprobs-mode raw_logprobs``: before
-    temperature, top-p and penalties), so they go to ``Completion.logprobs``; ``sampling_logprobs``
-    stays None because the server does not also give those under the sampling distribution (a
-    server started with a ``processed_*`` mode would make ``logprobs`` wrong: keep the default).
+    temperature, top-p and penalties), so they go to ``Completion.logprobs``, and to
+    ``sampling_logprobs`` too where they are the sampling distribution's: at temperature 1 with
+    nothing reshaping it (see the module's notes; a server started with a ``processed_*`` mode
+    would make both wrong: keep the default). Token requests carry :data:`NEUTRAL_SAMPLING`.
     ``weights_version`` (the caller's name for the served weights; it may update the attribute
     when they change) goes on every completion's ``weights``.
 
@@ -212,6 +234,8 @@ class OpenAIBackend:
                                "max_tokens": params.max_new_tokens}
         if params.top_p is not None:
             req["top_p"] = params.top_p
+        elif self.token_ids:  # else vLLM takes top_p from the model's generation_config
+            req["top_p"] = 1.0
         if params.seed is not None:
             req["seed"] = params.seed
         if params.stop:
@@ -228,7 +252,7 @@ class OpenAIBackend:
             req["logprobs"] = True
         extra = dict(self.extra_body)
         if self.token_ids:
-            extra["return_token_ids"] = True
+            extra = {**NEUTRAL_SAMPLING, **extra, "return_token_ids": True}
         if self.send_thinking_flag:
             kwargs = {"enable_thinking": params.thinking}
             kwargs.update(extra.get("chat_template_kwargs") or {})
@@ -239,7 +263,31 @@ class OpenAIBackend:
     def _text_request(self, prompt_ids: list[int], params: SamplingParams) -> dict[str, Any]:
         # no chat template on /v1/completions, so no thinking flag: the prompt already says it
         return {"prompt": prompt_ids, **self._sampling(params), "logprobs": 1,
-                "extra_body": {**self.extra_body, "return_token_ids": True}}
+                "extra_body": {**NEUTRAL_SAMPLING, **self.extra_body, "return_token_ids": True}}
+
+    def reshaping(self, params: SamplingParams | None = None) -> list[str]:
+        """The settings of a request with ``params`` that make the sampled distribution other than
+        ``softmax(logits / temperature)`` (top-p below 1, top-k, min-p, penalties), as
+        ``name=value``: empty when the tokens come from the distribution the trainer models."""
+        params = params or SamplingParams()
+        found = []
+        top_p = params.top_p if params.top_p is not None else self.extra_body.get("top_p")
+        if top_p is not None and top_p < 1:
+            found.append(f"top_p={top_p}")
+        sent = {**NEUTRAL_SAMPLING, **self.extra_body} if self.token_ids else dict(self.extra_body)
+        for name, neutral in NEUTRAL_SAMPLING.items():
+            value = sent.get(name, neutral)
+            if value is None or value == neutral or (name == "top_k" and value == 0):
+                continue
+            found.append(f"{name}={value}")
+        return found
+
+    def _sampling_logprobs(self, params: SamplingParams, logprobs: list[float] | None) -> list[float] | None:
+        """The raw log-probs are the sampling ones when the tokens were drawn from the raw
+        distribution: temperature 1 and nothing reshaping it (see the module's notes)."""
+        if logprobs is None or params.temperature != 1.0 or self.reshaping(params):
+            return None
+        return list(logprobs)
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -302,7 +350,8 @@ class OpenAIBackend:
                  params: SamplingParams | None = None) -> Completion:
         params = params or SamplingParams()
         return self._call(self._client.chat.completions.create,
-                          lambda: self._chat_request(messages, tools, params), self._parse)
+                          lambda: self._chat_request(messages, tools, params),
+                          lambda response: self._with_sampling(self._parse(response), params))
 
     def complete_tokens(self, prompt_ids: list[int], *, tools: list[dict[str, Any]] | None = None,
                         params: SamplingParams | None = None) -> Completion:
@@ -319,7 +368,14 @@ class OpenAIBackend:
             raise ConfigError("complete_tokens needs at least one prompt token id")
         params = params or SamplingParams()
         return self._call(self._client.completions.create, lambda: self._text_request(ids, params),
-                          lambda response: self._parse_text(response, ids, tools))
+                          lambda response: self._with_sampling(self._parse_text(response, ids, tools), params))
+
+    def _with_sampling(self, completion: Completion, params: SamplingParams) -> Completion:
+        if completion.finish_reason == "abort":  # vLLM's /pause aborted it (its default mode)
+            raise _MalformedAnswer("the server aborted the request (finish_reason 'abort': generation was "
+                                   "paused, e.g. for a weight update)")
+        completion.sampling_logprobs = self._sampling_logprobs(params, completion.logprobs)
+        return completion
 
     def _call(self, create: Callable[..., Any], build: Callable[[], dict[str, Any]],
               parse: Callable[[Any], Completion]) -> Completion:
@@ -339,6 +395,9 @@ class OpenAIBackend:
             weights = self.weights_version  # read per attempt: the caller may update it
             try:
                 completion = parse(create(**req))
+                if self.weights_version != weights:  # a push during the request: whose sample is it?
+                    raise _MalformedAnswer(f"the served weights changed from {weights!r} to "
+                                           f"{self.weights_version!r} during the request")
             except oa.APIStatusError as e:
                 status = e.status_code
                 text = self._status_text(e)

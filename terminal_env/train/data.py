@@ -9,6 +9,13 @@
   segments (its prompt could not be extended) is refused unless ``multi_segment="accept"``
   (its segments then train as separate sequences; the advantages still run over all its action
   tokens in order) or ``"drop"``.
+  An episode sampled by a server (any backend but the local ``TransformersBackend``, e.g. vLLM
+  through the OpenAI backend) is marked ``served``: its prompt ids are the trainer's own (the
+  backend renders them with the trainer's tokenizer and the server echoes them, checked), its
+  sampled ids the server's, and its log-probs the server's kernels' (only where they are the
+  sampling distribution's: at temperature 1, see the OpenAI backend); PPO recomputes the old
+  log-probs of served episodes with the trainer's weights. Episodes sampled with top-p below 1 or
+  top-k are refused: the trainer's ratio would be against a distribution they were not drawn from.
 * **Supervised samples** (SFT) come from chat records (``Trajectory.to_chat()``, the JSONL the
   runner exports and the self-rewrite stage writes) or from token-exact trajectories: token ids
   and a loss mask on the assistant's tokens only.
@@ -32,11 +39,16 @@ from ..rewards import get_reward
 from ..trajectory import Trajectory
 from ..verify.result import VerifierResult
 from .losses import gae, last_action_reward
+from .weight_sync import versions_of
+
+#: backends whose sampling log-probs are the trainer's own computation (same code, same weights)
+LOCAL_SAMPLERS = ("TransformersBackend",)
 
 
 @dataclass
 class Sequence:
-    """Token ids with a mask (1: trained on) and, for sampled episodes, the old log-probs."""
+    """Token ids with a mask (1: trained on) and, for sampled episodes, the old log-probs (the
+    sampler's, at the sampling temperature; empty where the sampler could not give them)."""
 
     token_ids: list[int]
     mask: list[int]
@@ -53,6 +65,8 @@ class Episode:
     reward: float
     temperature: float
     weights: list[str | None] = field(default_factory=list)
+    #: sampled by a server (vLLM...), not by the trainer's own code: PPO recomputes its old log-probs
+    served: bool = False
 
 
 def load_trajectories(sources: Iterable[str | os.PathLike[str]]) -> list[Trajectory]:
@@ -83,7 +97,8 @@ def episodes(trajectories: Iterable[Trajectory], *, reward: str = "strict_succes
     prompt did not fit; ``multi_segment``: dropped with ``multi_segment="drop"``).
 
     ``weights``: the version of the weights being trained; a turn sampled by other weights is
-    refused (PPO's old log-probs must be the current policy's)."""
+    refused (PPO's old log-probs must be the current policy's). A pair's actor id also accepts
+    ``<id>@0``, its weights pushed unchanged into a server (:func:`~terminal_env.train.weight_sync.pair_version`)."""
     if multi_segment not in ("refuse", "accept", "drop"):
         raise ConfigError(f"multi_segment must be refuse, accept or drop, not {multi_segment!r}")
     score = get_reward(reward)
@@ -113,22 +128,41 @@ def episodes(trajectories: Iterable[Trajectory], *, reward: str = "strict_succes
         temperature = float(traj.model.params.get("temperature") or 0.0)
         if temperature <= 0:
             raise ConfigError(f"{where} was decoded greedily: PPO needs sampled turns (temperature > 0)")
+        refuse_truncated(traj.model.params, where)
+        served = traj.model.backend not in LOCAL_SAMPLERS
         sequences = []
         versions: list[str | None] = []
         for segment in traj.tokens.segments:
-            if segment.sampling_logprobs is None:
+            if segment.sampling_logprobs is None and not served:
                 raise ConfigError(f"{where} has turns without sampling log-probs (greedy, or a backend "
                                   f"that could not say): PPO needs them")
             sequences.append(Sequence(list(segment.token_ids), list(segment.action_mask),
-                                      list(segment.sampling_logprobs)))
+                                      list(segment.sampling_logprobs or [])))  # served at T != 1: recomputed
             versions.extend(span.weights for span in segment.turns)
-        if weights is not None and any(v != weights for v in versions):
-            other = next(v for v in versions if v != weights)
+        accepted = {weights} if weights is None or "@" in weights else versions_of(weights)
+        if weights is not None and any(v not in accepted for v in versions):
+            other = next(v for v in versions if v not in accepted)
             raise ConfigError(f"{where} was sampled by the weights {other!r}, not {weights!r}: the old "
                               f"log-probs must come from the weights being trained")
         out.append(Episode(traj.id, traj.task.name, sequences, score(VerifierResult.model_validate(traj.verification)),
-                           temperature, versions))
+                           temperature, versions, served))
     return out, skipped
+
+
+def refuse_truncated(params: dict[str, Any], where: str) -> None:
+    """Refuse sampling settings that truncate the distribution (top-p below 1, top-k, min-p): PPO's
+    ratio is taken against ``softmax(logits / T)``, which such tokens were not drawn from."""
+    found = []
+    if params.get("top_p") is not None and params["top_p"] < 1:
+        found.append(f"top_p={params['top_p']}")
+    if params.get("top_k") not in (None, 0, -1):  # 0 and -1 mean "off" to vLLM
+        found.append(f"top_k={params['top_k']}")
+    if params.get("min_p"):
+        found.append(f"min_p={params['min_p']}")
+    if found:
+        raise ConfigError(f"{where} sampled with {', '.join(found)}: PPO's ratio is against the untruncated "
+                          f"policy at the sampling temperature; play training rollouts with "
+                          f"SamplingParams(top_p=None) (or 1.0) and no top_k/min_p")
 
 
 def episode_targets(episode: Episode, values: list[torch.Tensor], gamma: float,

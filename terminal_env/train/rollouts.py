@@ -5,7 +5,12 @@ verifier and recorded token by token.
     trajectories = collect(backend, tasks, attempts=4, params=SamplingParams(temperature=1.0), seed=step)
     batch, skipped = episodes(trajectories, weights=backend.weights_version)
     report = trainer.update(batch)
-    backend.load_weights(pair.actor.state_dict(), version=f"step-{step}")
+    backend.load_weights(pair.actor.state_dict(), version=pair_version(pair.meta["actor"], step + 1))  # weight_sync
+
+Training rollouts sample the untruncated policy: top-p below 1, and a backend whose requests
+carry top-k, min-p or penalties (an OpenAI backend's ``extra_body``), are refused before any
+episode is played (PPO's ratio would be taken against a distribution the tokens were not drawn
+from).
 
 Each attempt gets a seed of its own (``seed``, ``seed + 1``, ...), which reaches the sampler, so a
 rollout with the same weights, task and seed is reproducible.
@@ -34,10 +39,24 @@ async def acollect(pool: RolloutPool, backend: Any, tasks: list[Any], *, attempt
                           f"token_ids=True)")
     if attempts < 1:
         raise ConfigError(f"attempts must be at least 1, not {attempts}")
+    refuse_reshaped(backend, params or SamplingParams())
     jobs = [(task, seed + i) for i, task in enumerate(t for t in tasks for _ in range(attempts))]
     return list(await asyncio.gather(*(
         pool.rollout(backend, task, harness, params=params, max_turns=max_turns, reward=reward, seed=s)
         for task, s in jobs)))
+
+
+def refuse_reshaped(backend: Any, params: SamplingParams) -> None:
+    """:class:`ConfigError` when training rollouts would sample another distribution than
+    ``softmax(logits / T)``: top-p below 1, or what the backend adds to its requests (top-k,
+    min-p, penalties: :meth:`OpenAIBackend.reshaping`)."""
+    reshaping = backend.reshaping(params) if callable(getattr(backend, "reshaping", None)) else []
+    if params.top_p is not None and params.top_p < 1 and f"top_p={params.top_p}" not in reshaping:
+        reshaping.insert(0, f"top_p={params.top_p}")
+    if reshaping:
+        raise ConfigError(f"training rollouts would sample with {', '.join(reshaping)}, which PPO does not model "
+                          f"(its ratio is against the untruncated policy at the sampling temperature): play them "
+                          f"with SamplingParams(top_p=None) and no top_k/min_p/penalties in the backend's extra_body")
 
 
 def collect(backend: Any, tasks: list[Any], *, attempts: int = 1, harness: str = "generic",
