@@ -246,3 +246,34 @@ def test_ppo_through_the_server_collects_episodes_and_takes_its_ratio_against_re
             print(f"trainer-vs-server gap: max {report['generator_gap_max']:.2e}, mean {report['generator_gap_mean']:.2e}")
     finally:
         client.close(), server.close(), local.close()
+
+
+def test_recomputed_old_logprobs_and_truncated_importance_weights(tokenizer):
+    """A generator whose log-probs are off by a known amount: the ratio still starts at 1 (the old
+    log-probs are the trainer's), the gap is reported, and the importance weights are capped."""
+    from tiny_lm import rescore
+
+    from terminal_env.train.data import Episode, Sequence
+
+    pair = Pair.start(make_model(tokenizer), tokenizer)
+    prompt = tokenizer.encode(PROMPT)
+    batch = []
+    for i in range(4):
+        ids = prompt + tokenizer.encode(f"ls -la /app {i}")
+        n = len(ids) - len(prompt)
+        ours = rescore(pair.actor, ids)[len(prompt) - 1:].tolist()
+        offsets = [-1.0 if k % 2 else 0.25 for k in range(n)]  # exp(1) > 2: capped; exp(-0.25) < 1
+        generator = [0.0] * len(prompt) + [x + o for x, o in zip(ours, offsets)]
+        batch.append(Episode(f"e{i}", "toy", [Sequence(ids, [0] * len(prompt) + [1] * n, generator)],
+                             float(i % 2), 1.0, served=True))
+    report = PPO(pair, PPOConfig(epochs=1, batch_size=4, actor_lr=0.0, critic_lr=0.0, critic_head_lr=1e-3,
+                                 tis_cap=2.0), force=True).update(batch)
+    assert report["old_logprobs"] == "recompute" and report["first_logprob_gap"] < 1e-5
+    assert abs(report["generator_gap_max"] - 1.0) < 1e-4
+    assert 0.45 < report["tis_truncated"] < 0.55 and report["tis_weight_mean"] < 2.0
+    rollout = PPO(pair, PPOConfig(epochs=1, batch_size=4, actor_lr=0.0, critic_lr=0.0, critic_head_lr=1e-3,
+                                  old_logprobs="rollout"), force=True).update(batch)
+    assert abs(rollout["first_logprob_gap"] - 1.0) < 1e-4  # the ratio against the generator's, off by 1
+    with pytest.raises(ConfigError, match="old_logprobs='recompute', tis_cap=None"):
+        PPO(pair, PPOConfig(tis_cap=2.0), force=True).update(
+            [Episode("w", "toy", [Sequence(ids, [0] * len(prompt) + [1] * n, [])], 1.0, 0.7, served=True)])
