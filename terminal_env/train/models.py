@@ -37,6 +37,7 @@ from ..errors import ConfigError
 from ..fileio import write_atomic
 from .distributed import barrier, full_state, rank
 from .layouts import load_causal_lm
+from .lora import ADAPTER_DIR, save_adapter, served_state, trainable_parameters
 from .losses import token_logprobs
 
 PAIR_FILE = "pair.json"
@@ -110,6 +111,11 @@ class Pair:
             self.meta = json.loads((out / PAIR_FILE).read_text())
             return out
         out.mkdir(parents=True, exist_ok=True)
+        # LoRA adapters: the merged weights under the models' own names, the adapters beside them (lora.py)
+        adapters = {half: found for half, found in (
+            ("actor", save_adapter(self.actor, out / "actor" / ADAPTER_DIR, actor_state)),
+            ("critic", save_adapter(self.critic.model, out / "critic" / ADAPTER_DIR, critic_state, "model."))) if found}
+        actor_state, critic_state = served_state(self.actor, actor_state), served_state(self.critic, critic_state)
         body = {k.removeprefix("model."): v for k, v in critic_state.items() if k.startswith("model.")}
         head = {k.removeprefix("head."): v for k, v in critic_state.items() if k.startswith("head.")}
         self.actor.save_pretrained(out / "actor", state_dict=actor_state, safe_serialization=True)
@@ -122,7 +128,7 @@ class Pair:
             write_atomic(out / half / HALF_FILE, json.dumps({"role": half, "id": own, "pair": partner}, indent=1))
         meta = {"actor": actor_id, "critic": critic_id, "stage": stage,
                 "parent": self.meta.get("id"), "id": f"{actor_id}+{critic_id}",
-                "created": time.time(), "metrics": metrics or {}}
+                "created": time.time(), "metrics": metrics or {}, **({"adapters": adapters} if adapters else {})}
         write_atomic(out / PAIR_FILE, json.dumps(meta, indent=1))
         self.meta = meta
         barrier()  # the other ranks read it now
@@ -194,7 +200,8 @@ def critic_optimizer(critic: Critic, lr: float, head_lr: float | None,
     """AdamW over ``critic``: the body at ``lr`` (0 freezes it), the value head at ``head_lr``
     (``lr`` if None). ``fields`` names the two settings in errors (``"CriticConfig.lr"``, ...)."""
     head = {id(p) for p in critic.head.parameters()}
-    body = [p for p in critic.parameters() if id(p) not in head]  # whatever requires_grad says now
+    # whatever requires_grad says now; of a body with a LoRA adapter, the adapter alone
+    body = [p for p in trainable_parameters(critic.model) if id(p) not in head]
     head_lr = lr if head_lr is None else head_lr
     if head_lr <= 0 or lr < 0:
         raise ConfigError(f"{fields[1]} must be above 0 (it is {head_lr}) and {fields[0]} at least 0 (it is "
