@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ def add_train_parser(sub: Any) -> None:
     s.add_argument("--epochs", type=int, default=1)
     s.add_argument("--lr", type=float, default=1e-5)
     s.add_argument("--batch-size", type=int, default=4)
+    _lora(s)
     s.set_defaults(func=cmd_sft)
 
     c = steps.add_parser("critic", help="recalibrate the critic on the actor's episodes; the actor stays frozen")
@@ -72,6 +74,13 @@ def add_train_parser(sub: Any) -> None:
     p.add_argument("--min-explained-variance", type=float, default=0.2,
                    help="refuse a critic that explains less of the returns (default 0.2)")
     p.add_argument("--force", action="store_true", help="start even from an uncalibrated critic")
+    p.add_argument("--old-logprobs", default="auto", choices=["auto", "recompute", "rollout"],
+                   help="the ratio's old log-probs: the trainer's (recompute), the sampler's (rollout), or "
+                        "recompute for episodes a server sampled (auto, the default)")
+    p.add_argument("--tis-cap", type=float, default=None,
+                   help="truncated importance sampling against the generator's log-probs, weights capped here "
+                        "(e.g. 2.0; default: off)")
+    _lora(p, critic=True)
     p.set_defaults(func=cmd_ppo)
 
 
@@ -80,6 +89,90 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="the new checkpoint's directory (must not hold one)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _scale(p)
+
+
+def _scale(p: argparse.ArgumentParser) -> None:
+    """Where and how a step trains: device, precision, memory (terminal_env.train.memory)."""
+    p.add_argument("--device", default="auto",
+                   help="cpu, cuda, cuda:N (default auto: under torchrun cuda:LOCAL_RANK, else cuda:0 where "
+                        "CUDA is, else cpu)")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default=None,
+                   help="compute precision; the weights stay float32 (default: bf16 on CUDA, fp32 on CPU)")
+    p.add_argument("--activation-checkpointing", action="store_true",
+                   help="recompute each decoder layer in the backward pass instead of keeping its activations")
+    p.add_argument("--max-tokens-per-micro-batch", type=int, default=None,
+                   help="cut each batch into micro-batches of at most this many padded tokens (gradients "
+                        "accumulate; the step is the same)")
+    p.add_argument("--logprob-chunk", type=int, default=1024,
+                   help="the LM head and log-softmax run on this many trained tokens at a time (default 1024)")
+
+
+def _lora(p: argparse.ArgumentParser, critic: bool = False) -> None:
+    """LoRA instead of full fine-tuning (terminal_env.train.lora; the extra [lora])."""
+    p.add_argument("--lora", type=int, default=None, metavar="RANK",
+                   help="train a LoRA adapter of this rank on the actor instead of every weight (extra [lora]); "
+                        "the checkpoint holds the merged weights, and the adapter in actor/adapter")
+    p.add_argument("--lora-alpha", type=float, default=None, help="the adapter's alpha: scale alpha/rank "
+                                                                   "(default 2 * rank)")
+    p.add_argument("--lora-targets", default="all-linear",
+                   help="comma-separated names of the linear layers to adapt, e.g. q_proj,v_proj (default "
+                        "all-linear: every linear layer but the output layer)")
+    if critic:
+        p.add_argument("--critic-lora", type=int, default=None, metavar="RANK",
+                       help="an adapter of this rank on the critic's body too (its value head always trains)")
+
+
+def _add_lora(args: argparse.Namespace, pair: Any) -> None:
+    actor_rank, critic_rank = getattr(args, "lora", None), getattr(args, "critic_lora", None)
+    if not actor_rank and not critic_rank:
+        return
+    from .lora import LoraSettings, add_lora  # the optional extra [train] (and [lora])
+
+    targets = [t.strip() for t in args.lora_targets.split(",") if t.strip()]
+    if actor_rank:
+        add_lora(pair.actor, LoraSettings(actor_rank, args.lora_alpha, targets))
+    if critic_rank:
+        add_lora(pair.critic.model, LoraSettings(critic_rank, args.lora_alpha, targets))
+
+
+def _device(requested: str) -> str:
+    import torch  # the optional extra [train]
+
+    local = os.environ.get("LOCAL_RANK", "0")
+    if requested == "auto":
+        return f"cuda:{local}" if torch.cuda.is_available() else "cpu"
+    return f"cuda:{local}" if requested == "cuda" else requested
+
+
+def _load_pair(args: argparse.Namespace) -> Any:
+    """The checkpoint of ``--pair`` in float32 on ``--device``; under torchrun each rank joins the
+    process group and shards both halves (in bf16 compute with ``--precision bf16``)."""
+    from . import distributed  # the optional extra [train]
+    from .models import Pair  # the optional extra [train]
+
+    device = _device(args.device)
+    args.precision = args.precision or ("bf16" if device.startswith("cuda") else "fp32")
+    sharded = distributed.init_from_env()
+    pair = Pair.load(args.pair)
+    pair.actor.to(device)
+    pair.critic.to(device)
+    _add_lora(args, pair)  # before sharding: FSDP wraps the adapters with their layers
+    if sharded:
+        distributed.shard(pair.actor, mixed_precision=args.precision == "bf16")
+        distributed.shard(pair.critic, mixed_precision=args.precision == "bf16")
+    return pair
+
+
+def _memory(args: argparse.Namespace, logprobs: bool = True) -> dict[str, Any]:
+    """The configs' precision and memory settings; a sharded pair computes in bf16 through FSDP's
+    mixed precision, not autocast."""
+    from . import distributed  # the optional extra [train]
+
+    precision = "fp32" if distributed.is_distributed() else args.precision
+    out = {"precision": precision, "activation_checkpointing": args.activation_checkpointing,
+           "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch}
+    return {**out, "logprob_chunk": args.logprob_chunk} if logprobs else out
 
 
 def _episodes(p: argparse.ArgumentParser) -> None:
@@ -88,7 +181,8 @@ def _episodes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--multi-segment", default="refuse", choices=["refuse", "accept", "drop"],
                    help="episodes whose prompt could not be extended (default: refuse)")
     p.add_argument("--any-weights", action="store_true",
-                   help="accept turns sampled by other weights than the pair's actor")
+                   help="accept turns sampled by other weights than the pair's actor (its id, or <id>@0: "
+                        "its weights pushed unchanged into a server, weight_sync.pair_version)")
 
 
 def _fresh(out: str) -> None:
@@ -97,6 +191,10 @@ def _fresh(out: str) -> None:
 
 
 def _report(args: argparse.Namespace, stage: str, report: dict[str, Any], out: Path) -> int:
+    from .distributed import rank  # the optional extra [train]
+
+    if rank() != 0:  # under torchrun: one report
+        return 0
     if args.json:
         print(json.dumps({"stage": stage, "checkpoint": str(out), **report}, indent=1, default=str))
     else:
@@ -117,11 +215,10 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_sft(args: argparse.Namespace) -> int:
     from ..models.hf_backend import HFChatTokenizer  # the optional extra [train]
     from .data import load_trajectories, read_chat_jsonl, sft_samples, stand_in_note  # the optional extra [train]
-    from .models import Pair  # the optional extra [train]
     from .sft import SFTConfig, sft  # the optional extra [train]
 
     _fresh(args.out)
-    pair = Pair.load(args.pair)
+    pair = _load_pair(args)
     records: list[Any] = []
     for source in args.data:
         if str(source).endswith(".jsonl"):
@@ -132,7 +229,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
     if note:
         print(f"sft: note: {note}", file=sys.stderr)
     samples = sft_samples(records, HFChatTokenizer(pair.tokenizer, "actor"))
-    report = sft(pair, samples, SFTConfig(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed))
+    report = sft(pair, samples, SFTConfig(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
+                                             **_memory(args)))
     return _report(args, "sft", report, pair.save(args.out, stage="sft", metrics={"sft": report}))
 
 
@@ -149,14 +247,13 @@ def _load_episodes(args: argparse.Namespace, pair: Any) -> list[Any]:
 
 def cmd_critic(args: argparse.Namespace) -> int:
     from .critic import CriticConfig, recalibrate  # the optional extra [train]
-    from .models import Pair  # the optional extra [train]
 
     _fresh(args.out)
-    pair = Pair.load(args.pair)
+    pair = _load_pair(args)
     report = recalibrate(pair, _load_episodes(args, pair), CriticConfig(
         epochs=args.epochs, lr=args.lr, head_lr=args.head_lr, normalize_returns=args.normalize_returns,
         holdout=args.holdout, batch_size=args.batch_size, seed=args.seed,
-        target_explained_variance=args.target_explained_variance))
+        target_explained_variance=args.target_explained_variance, **_memory(args, logprobs=False)))
     return _report(args, "critic", report, pair.save(args.out, stage="critic", metrics={"critic": report}))
 
 
@@ -165,12 +262,13 @@ def cmd_ppo(args: argparse.Namespace) -> int:
     from .ppo import PPO, PPOConfig  # the optional extra [train]
 
     _fresh(args.out)
-    pair = Pair.load(args.pair)
-    reference = Pair.load(args.reference).actor if args.reference else None
+    pair = _load_pair(args)
+    reference = Pair.load(args.reference).actor.to(_device(args.device)) if args.reference else None
     trainer = PPO(pair, PPOConfig(epochs=args.epochs, batch_size=args.batch_size, actor_lr=args.actor_lr,
                                   critic_lr=args.critic_lr, critic_head_lr=args.critic_head_lr,
-                                  kl_coef=args.kl_coef, seed=args.seed,
-                                  min_explained_variance=args.min_explained_variance),
+                                  kl_coef=args.kl_coef, seed=args.seed, old_logprobs=args.old_logprobs,
+                                  tis_cap=args.tis_cap,
+                                  min_explained_variance=args.min_explained_variance, **_memory(args)),
                   reference=reference, force=args.force)
     report = trainer.update(_load_episodes(args, pair))
     critic = (pair.meta.get("metrics") or {}).get("critic")  # trained along with the actor since

@@ -34,8 +34,10 @@ import torch
 
 from ..errors import ConfigError
 from .data import Episode, Sequence, episode_targets, pad, pad_id, pad_rows
-from .distributed import loss_scale, mean_over_ranks, rank_share, require_sharded
+from .distributed import mean_over_ranks, require_sharded
 from .losses import correlation, explained_variance, value_loss
+from .memory import check_precision, checkpoint_layers, compute, keep_fp32, micro_batches, token_scale
+from .lora import mark_trainable
 from .models import Pair, action_values, critic_optimizer
 
 
@@ -54,6 +56,12 @@ class CriticConfig:
     target_explained_variance: float = 0.5
     max_grad_norm: float = 1.0
     seed: int = 0
+    #: "bf16": forward passes under bf16 autocast (the weights stay float32); "fp32"
+    precision: str = "fp32"
+    #: recompute each decoder layer in the backward pass instead of keeping its activations
+    activation_checkpointing: bool = False
+    #: cut each batch into micro-batches of at most this many padded tokens (gradients accumulate)
+    max_tokens_per_micro_batch: int | None = None
 
 
 def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None = None) -> dict[str, Any]:
@@ -66,10 +74,13 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
     if len(episodes) < 4:
         raise ConfigError(f"critic recalibration needs at least 4 episodes (a held-out part to measure "
                           f"on), not {len(episodes)}")
+    check_precision(config.precision, "CriticConfig.precision")
     pair.actor.requires_grad_(False)  # frozen: not trained, not run
     critic, device = pair.critic, next(pair.critic.parameters()).device
     require_sharded(critic)
-    critic.requires_grad_(True)
+    keep_fp32(critic)  # the master weights
+    checkpoint_layers(critic, config.activation_checkpointing)
+    mark_trainable(critic.model, keep=[critic.head])  # the body's LoRA adapter alone where it has one
     if config.lr == 0:  # a frozen body: no gradient through it at all
         critic.model.requires_grad_(False)
     generator = torch.Generator().manual_seed(config.seed)
@@ -85,23 +96,27 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
     for epoch in range(1, config.epochs + 1):
         critic.train()
         shuffled = torch.randperm(len(rows), generator=generator).tolist()
+        lengths, trained = [len(s.token_ids) for s, _ in rows], [sum(s.mask) for s, _ in rows]
         total = 0.0
-        for start in range(0, len(shuffled), config.batch_size):
-            picked = shuffled[start:start + config.batch_size]
-            share, real = rank_share(picked)
-            part = [rows[i] for i in share]
+        for micro in micro_batches(shuffled, config.batch_size, lengths, trained, config.max_tokens_per_micro_batch):
+            part = [rows[i] for i in micro.items]
             batch = pad([s for s, _ in part], fill, device)
-            if not real:
+            if not micro.real:
                 batch["mask"].zero_()
             returns = (pad_rows([r for _, r in part], batch["mask"].shape[1], device) - shift) / scale
-            values = action_values(critic, batch)
-            loss = value_loss(values, values.detach(), returns, batch["mask"], clip=None)
-            loss = loss * loss_scale(batch["mask"])
-            optimizer.zero_grad(set_to_none=True)
+            with compute(config.precision, device):
+                values = action_values(critic, batch)
+            loss = value_loss(values.float(), values.detach().float(), returns, batch["mask"], clip=None)
+            loss = loss * token_scale(batch["mask"], micro.tokens)
+            if micro.first:
+                optimizer.zero_grad(set_to_none=True)
+                step_loss = 0.0
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(critic.parameters(), config.max_grad_norm)
-            optimizer.step()
-            total += mean_over_ranks(loss.detach()).item() * len(picked)
+            step_loss += mean_over_ranks(loss.detach()).item()
+            if micro.last:
+                torch.nn.utils.clip_grad_norm_(critic.parameters(), config.max_grad_norm)
+                optimizer.step()
+                total += step_loss * micro.size
         history.append({"epoch": epoch, "train_loss": total / len(rows),
                         **_measure(critic, held_out, fill, device, config, shift, scale)})
         if history[-1]["explained_variance"] >= config.target_explained_variance:
