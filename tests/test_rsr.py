@@ -170,6 +170,9 @@ def test_model_roles_come_after_the_checks_and_read_prompt_files(tmp_path):
     t = traj_of("generic", [("x", [act("bash", {"command": "make all"})])])
     pb = planner.plan(t, instruction="i", task_path="/t", task_digest="d", attempt=1, source_path="p")
     assert pb.commands() == ["make"] and pb.planner == "model:scripted"
+    kept = ModelPlanner(ScriptedBackend(["no list here"])).plan(t, instruction="i", task_path="/t", task_digest="d",
+                                                                attempt=1, source_path="p")
+    assert kept.commands() == ["make all"] and kept.planner == "deterministic"  # the draft, labelled as such
     with pytest.raises(ConfigError, match="does not exist"):
         ModelPlanner(ScriptedBackend([]), tmp_path / "none.md")
 

@@ -240,7 +240,7 @@ class ModelPlanner(DeterministicPlanner):
         notes = [f"planner model's view: {cut}"] if cut else []
         steps = parse_steps(reply.text)
         if steps is None:
-            return draft.model_copy(update={"usage": usage, "dropped": [
+            return draft.model_copy(update={"planner": DeterministicPlanner.name, "usage": usage, "dropped": [
                 *draft.dropped, *notes, "planner model: no JSON list of steps in its reply; the draft is kept"]})
         return draft.model_copy(update={"steps": steps, "planner": self.name, "usage": usage,
                                         "dropped": [*draft.dropped, *notes]})
