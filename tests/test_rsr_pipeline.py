@@ -151,12 +151,14 @@ def test_one_backend_per_role_spec_is_built_and_shared(tmp_path):
         built.append(rest)
         return ScriptedBackend(["x"], name=rest)
 
-    if "counting" not in BACKEND_KINDS:
-        register_backend("counting", factory)
-    cfg = RSRConfig(tasks=[str(A)], collector=Role(spec="counting:actor")).with_self()
-    run = RSRRun(tmp_path / "run", cfg)
-    assert run.backend("executor") is run.backend("planner") is run.backend("collector")
-    assert built == ["actor"]
+    register_backend("counting", factory)
+    try:
+        cfg = RSRConfig(tasks=[str(A)], collector=Role(spec="counting:actor")).with_self()
+        run = RSRRun(tmp_path / "run", cfg)
+        assert run.backend("executor") is run.backend("planner") is run.backend("collector")
+        assert built == ["actor"]
+    finally:  # the registry is global: a kind left behind shows in other tests' lists of kinds
+        del BACKEND_KINDS["counting"]
     with pytest.raises(ConfigError, match="the planner 'hf:/nonexistent/model' cannot be built"):
         RSRRun(tmp_path / "r2", RSRConfig(tasks=[str(A)], planner=Role(spec="hf:/nonexistent/model"))).backend("planner")
 
