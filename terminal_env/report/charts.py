@@ -1,4 +1,5 @@
-"""Inline SVG charts: horizontal bars with confidence whiskers, diverging bars, a stacked bar.
+"""Inline SVG charts: horizontal bars with confidence whiskers, diverging bars, a stacked bar,
+and a line chart over ordered categories with an error bar on every point.
 
 Hand-drawn SVG (no library, nothing fetched); colours come from the page's CSS variables so the
 charts follow the light/dark theme. Every label is escaped.
@@ -140,3 +141,100 @@ def stacked(segments: Sequence[tuple[str, int, str]]) -> str:
     )
     return f'<div class="stack">{cells}</div>'
 
+
+
+@dataclass
+class Series:
+    """One line of :func:`line_chart`: per category ``(value, low, high)``, or None where the
+    series has no point (the line breaks there rather than inventing one). ``colour`` is a CSS
+    colour, best a variable of the page's theme."""
+
+    label: str
+    points: Sequence[tuple[float | None, float | None, float | None] | None]
+    colour: str = "var(--accent)"
+    dashed: bool = False
+
+
+def line_chart(
+    categories: Sequence[str],
+    series: Sequence[Series],
+    *,
+    width: int = 560,
+    height: int = 280,
+    max_value: float = 1.0,
+    fmt: Callable[[float | None], str] = pct,
+    label: str = "chart",
+) -> str:
+    """Lines over ordered ``categories`` (x, evenly spaced), y from 0 to ``max_value`` with
+    gridlines at quarters; every point with an interval gets a vertical error bar (class
+    ``errbar``) with caps. Series are nudged apart sideways so their bars do not hide each other.
+
+    >>> svg = line_chart(["a", "b"], [Series("s", [(0.5, 0.25, 0.75), None])])
+    >>> svg.count('class="pt"'), svg.count("errbar")
+    (1, 1)
+    """
+    if not categories or not series:
+        return '<p class="muted">no data</p>'
+    left, right, top, bottom = 46, 12, 34, 40
+    area_w, area_h = width - left - right, height - top - bottom
+    n = len(categories)
+    spread = 8.0
+
+    def x(i: int, j: int) -> float:
+        return left + area_w * (i + 0.5) / n + (j - (len(series) - 1) / 2) * spread
+
+    def y(v: float) -> float:
+        v = min(max(v, 0.0), max_value)
+        return top + area_h * (1 - (v / max_value if max_value else 0.0))
+
+    parts = [
+        f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{esc(label)}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for i in range(5):
+        gy = y(max_value * i / 4)
+        parts.append(f'<line class="axis" x1="{left}" y1="{gy:.1f}" x2="{width - right}" y2="{gy:.1f}"/>')
+        parts.append(f'<text class="val" x="{left - 6}" y="{gy + 4:.1f}" text-anchor="end">'
+                     f"{esc(fmt(max_value * i / 4).replace('.0%', '%'))}</text>")
+    for i, name in enumerate(categories):
+        parts.append(f'<text x="{x(i, 0) + (len(series) - 1) / 2 * spread:.1f}" y="{height - bottom + 18}" '
+                     f'text-anchor="middle"><title>{esc(name)}</title>{esc(_short(name, 14))}</text>')
+    lx = left
+    for s in series:  # the legend, above the plot
+        dash = ' stroke-dasharray="5 3"' if s.dashed else ""
+        parts.append(f'<g class="legend-item"><line x1="{lx}" y1="14" x2="{lx + 22}" y2="14" '
+                     f'style="stroke:{esc(s.colour)};stroke-width:2"{dash}/>'
+                     f'<circle cx="{lx + 11}" cy="14" r="3.5" style="fill:{esc(s.colour)}"/>'
+                     f'<text x="{lx + 28}" y="18">{esc(s.label)}</text></g>')
+        lx += 40 + 7 * len(s.label)
+    for j, s in enumerate(series):
+        dash = ' stroke-dasharray="5 3"' if s.dashed else ""
+        runs: list[list[str]] = [[]]
+        for i in range(n):
+            p = s.points[i] if i < len(s.points) else None
+            if p is None or p[0] is None:
+                runs.append([])
+            else:
+                runs[-1].append(f"{x(i, j):.1f} {y(p[0]):.1f}")
+        for run in runs:
+            if len(run) > 1:
+                parts.append(f'<path d="M{"L".join(run)}" style="fill:none;stroke:{esc(s.colour)};'
+                             f'stroke-width:2"{dash}/>')
+        for i in range(n):
+            p = s.points[i] if i < len(s.points) else None
+            if p is None or p[0] is None:
+                continue
+            value, low, high = p
+            cx, cy = x(i, j), y(value)
+            tip = f"{s.label}, {categories[i]}: {fmt(value)}"
+            bar = ""
+            if low is not None and high is not None:
+                tip += f" (CI {fmt(low)} to {fmt(high)})"
+                y1, y2 = y(low), y(high)
+                bar = (f'<path class="whisker errbar" style="stroke:{esc(s.colour)}" '
+                       f'd="M{cx:.1f} {y1:.1f}V{y2:.1f}M{cx - 4:.1f} {y1:.1f}H{cx + 4:.1f}'
+                       f'M{cx - 4:.1f} {y2:.1f}H{cx + 4:.1f}"/>')
+            parts.append(f'<g><title>{esc(tip)}</title>{bar}<circle class="pt" cx="{cx:.1f}" '
+                         f'cy="{cy:.1f}" r="3.5" style="fill:{esc(s.colour)}"/></g>')
+    parts.append("</svg>")
+    return "".join(parts)
