@@ -144,7 +144,9 @@ def test_count_letters_validation_holds_unseen_words_of_every_length(tmp_path):
     for task in load_pool(tmp_path / "a"):  # the answer is the count, in the oracle and the tests
         n = len(counted_word(task.instruction))
         assert (task.path / "solution" / "solve.sh").read_text().splitlines()[-1] == f"echo {n} > /app/answer.txt"
-        assert f"EXPECTED = {n}\n" in (task.path / "tests" / "test_outputs.py").read_text()
+        # the tests count the public word themselves: no answer only they hold
+        assert f"EXPECTED = len({counted_word(task.instruction)!r})\n" in (
+            task.path / "tests" / "test_outputs.py").read_text()
     write_toy_family(tmp_path / "b", n_train=48, n_validation=16, seed=3, kind="count-letters")
     assert tree(tmp_path / "a") == tree(tmp_path / "b")  # the same arguments, the same bytes
     write_toy_family(tmp_path / "c", n_train=48, n_validation=16, seed=4, kind="count-letters")
@@ -214,3 +216,16 @@ def test_a_wrong_count_or_the_word_itself_is_only_partial_progress(families, bas
     assert result.outcome == "partial" and reward == pytest.approx(0.5), result.message
     reward, result = play(task, ScriptedBackend.of_actions([f"echo {word} > /app/answer.txt"]))
     assert result.outcome == "partial" and reward == pytest.approx(0.25), result.message
+
+
+def test_a_test_split_is_dealt_with_validation_and_the_leak_checks_find_no_hidden_answer(tmp_path):
+    from terminal_env.rsr.review import LeakChecks
+
+    paths = write_toy_family(tmp_path / "a", n_train=8, n_validation=4, n_test=4, seed=3, kind="count-letters")
+    splits = [load_pool(tmp_path / "a", splits=[s], allow_test=True) for s in ("train", "validation", "test")]
+    assert [len(s) for s in splits] == [8, 4, 4]
+    assert [p.name for p in paths[-4:]] == [f"toy-count-letters-test-{i:03d}" for i in range(4)]
+    words = [counted_word(t.instruction) for s in splits for t in s]
+    assert len(set(words)) == 16  # no word in two tasks, across the three splits
+    checks = LeakChecks(paths[0], instruction=load_pool(tmp_path / "a", splits=["train"])[0].instruction)
+    assert checks.answers == [] and checks.hidden == []  # writing the count is no leak: the word is public

@@ -122,7 +122,7 @@ import re
 from pathlib import Path
 
 TARGET = Path({path!r})
-EXPECTED = {expected!r}
+EXPECTED = {expected}
 TOKEN = {pattern!r}
 
 
@@ -162,6 +162,8 @@ class _Kind:
     compare: str  # the expression of the hidden test that must equal EXPECTED
     # what the file must hold, from the drawn value (the value itself, but for count-letters)
     answer: Callable[[str], str] = str
+    # the hidden test's EXPECTED, as Python source, from the drawn value and the answer
+    expected: Callable[[str, int | str], str] = lambda word, answer: repr(answer)
 
 
 def _draw_numbers(rng: random.Random, n: int) -> list[tuple[str, str]]:
@@ -242,6 +244,9 @@ KINDS: dict[str, _Kind] = {
         noun="number", capacity=len(COUNT_LETTERS) ** min(COUNT_LENGTHS), draw=_draw_letter_words,
         instruction=lambda path, word: f"Write to {path} the number of letters in {word}.",
         pattern=r"[+-]?[0-9]+", compare="int(content())", answer=lambda word: str(len(word)),
+        # the tests count the instruction's word themselves: they hold no answer the instruction
+        # does not give (the self-rewrite leak checks look for short answers only the tests hold)
+        expected=lambda word, answer: f"len({word!r})",
     ),
 }
 
@@ -281,12 +286,12 @@ allow_internet = false
 """
 
 
-def _test_py(kind: str, path: str, value: str) -> str:
-    """The hidden tests; ``value`` is what the file must hold."""
+def _test_py(kind: str, path: str, value: str, word: str) -> str:
+    """The hidden tests; ``value`` is what the file must hold, ``word`` the drawn value."""
     k = KINDS[kind]
     expected: int | str = int(value) if k.noun == "number" else value
     return _TEST_PY.format(
-        canary=CANARY, path=path, what=f"the {k.noun} {value}", expected=expected,
+        canary=CANARY, path=path, what=f"the {k.noun} {value}", expected=k.expected(word, expected),
         pattern=k.pattern, kind_noun=k.noun, compare=k.compare,
     )
 
@@ -332,9 +337,12 @@ def write_toy_family(
     n_validation: int = 16,
     seed: int = 0,
     kind: str = "write-number",
+    n_test: int = 0,
 ) -> list[Path]:
-    """Write ``n_train`` + ``n_validation`` toy tasks of ``kind`` under ``dest``, one task
-    directory each (``toy-<kind>-<split>-NNN``), and return their paths, train first.
+    """Write ``n_train`` + ``n_validation`` (+ ``n_test``) toy tasks of ``kind`` under ``dest``,
+    one task directory each (``toy-<kind>-<split>-NNN``), and return their paths, train first,
+    then validation, then test. Validation and test are dealt together and then cut (the loop's
+    curriculum: checkpoints are chosen on validation and scored on test).
 
     ``dest`` must not exist or be empty (:class:`~terminal_env.errors.ConfigError` otherwise).
     Values are drawn from ``random.Random(seed)`` without replacement, so train and validation
@@ -342,12 +350,13 @@ def write_toy_family(
     arguments write the same bytes.
     """
     root = Path(dest)
-    _check_args(root, n_train, n_validation, seed, kind)
+    _check_args(root, n_train, n_validation + n_test, seed, kind)
     k = KINDS[kind]
     rng = random.Random(seed)
-    drawn = k.draw(rng, n_train, n_validation)
+    drawn = k.draw(rng, n_train, n_validation + n_test)
     plan = [("train", i, drawn[i]) for i in range(n_train)]
     plan += [("validation", i, drawn[n_train + i]) for i in range(n_validation)]
+    plan += [("test", i, drawn[n_train + n_validation + i]) for i in range(n_test)]
     paths: list[Path] = []
     root.mkdir(parents=True, exist_ok=True)
     for split, i, (target, value) in plan:
@@ -356,7 +365,7 @@ def write_toy_family(
         _write(task / "instruction.md", k.instruction(target, value) + "\n")
         _write(task / "environment" / "Dockerfile", _DOCKERFILE)
         _write(task / "tests" / "test.sh", _TEST_SH, executable=True)
-        _write(task / "tests" / "test_outputs.py", _test_py(kind, target, k.answer(value)))
+        _write(task / "tests" / "test_outputs.py", _test_py(kind, target, k.answer(value), value))
         _write(task / "solution" / "solve.sh", _solve_sh(target, k.answer(value)), executable=True)
         paths.append(task)
     return paths
