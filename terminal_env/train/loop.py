@@ -101,8 +101,8 @@ def _software() -> dict[str, str]:
             "transformers": transformers.__version__}
 
 
-def _digest_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
+def _digest_json(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _tasks_digest(paths: list[Path]) -> str:
@@ -317,7 +317,9 @@ class Loop:
         earlier = set(before[-1]["solved_train_tasks"]) if before else None
         more = {"funnel": _funnel_summary(funnel), "solved_train_tasks": collected,
                 "newly_solved_vs_previous_rsr": sorted(set(collected) - earlier) if earlier is not None else None,
-                "data": {"records": len(records), "path": self.rel(dataset), "digest": _digest_file(dataset)}}
+                # the digest of what SFT trains on (the file also holds run-specific ids and timings)
+                "data": {"records": len(records), "path": self.rel(dataset),
+                         "messages_digest": _digest_json([r.get("messages") for r in records])}}
         if records:
             candidates += self._sft(start, records, stage, directory)
         else:
@@ -421,7 +423,9 @@ class Loop:
         for v in summary["validation"]:
             candidates.append(self._candidate(f"step-{v['step']}", directory / "ppo" / "steps" /
                                               f"step-{v['step']:04d}", v))
-        more["ppo"] = {"steps": summary["steps"], "metrics": summary["metrics"]}
+        # per-step metrics without their wall times (those stay in ppo/metrics.jsonl)
+        more["ppo"] = {"steps": summary["steps"], "metrics": [
+            {k: v for k, v in m.items() if not k.startswith("seconds")} for m in summary["metrics"]]}
         return self._stage_record(index, stage.name, "rpr", parent, candidates, hyper, **more)
 
     # -- the final evaluation

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from .estimators import check as check_estimator
 from .ppo import PPOConfig
 
 
@@ -198,6 +199,7 @@ def _check(config: LoopConfig, where: str) -> None:
         if stage.kind == "rpr":
             for est in {stage.ppo.estimator, stage.ppo.fallback_estimator} - {None}:
                 try:
-                    PPOConfig(estimator=est, **stage.ppo.extra)
+                    ppo = PPOConfig(estimator=est, **stage.ppo.extra)
+                    check_estimator(ppo.estimator, ppo.loss_agg, ppo.loss_agg_norm)
                 except (TypeError, ConfigError) as e:
                     raise ConfigError(f"{where}: stages[{i}].ppo: {e}") from None

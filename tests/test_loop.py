@@ -1,0 +1,232 @@
+"""The five-stage loop (terminal_env/train/loop.py) and the stateful trainer under it: the config's
+refusals, optimizer state round trips, and a short loop on the toy family in Docker that is killed
+in the middle of an RSR stage and of an RPR stage, resumed, and ends with the manifests of a run
+never stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tiny_lm import make_model, make_tokenizer  # noqa: E402
+
+from terminal_env.errors import ConfigError  # noqa: E402
+from terminal_env.models.hf_backend import HFChatTokenizer  # noqa: E402
+from terminal_env.tasks.toy import write_toy_family  # noqa: E402
+from terminal_env.train.data import sft_samples  # noqa: E402
+from terminal_env.train.loop import KILL_ENV, Loop  # noqa: E402
+from terminal_env.train.loop_config import load_config, parse_config  # noqa: E402
+from terminal_env.train.models import Pair  # noqa: E402
+from terminal_env.train.sft import SFT, SFTConfig  # noqa: E402
+from terminal_env.train.trainer import lr_factor, rollout_seed  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def curriculum(tmp_path_factory):
+    """Toy tasks in one folder per split, and a starting checkpoint of the tiny model."""
+    root = tmp_path_factory.mktemp("loop")
+    for p in write_toy_family(root / "family", n_train=2, n_validation=1, n_test=1, seed=5, kind="count-letters"):
+        split = p.name.split("-")[-2]
+        (root / "tasks" / split).mkdir(parents=True, exist_ok=True)
+        p.rename(root / "tasks" / split / p.name)
+    tokenizer = make_tokenizer()
+    Pair.start(make_model(tokenizer, seed=0, context=4096), tokenizer).save(root / "base", stage="base")
+    return root
+
+
+def config_text(extra: str = "") -> str:
+    return f"""name = "short"
+start = "base"
+{extra}
+[tasks]
+train = ["tasks/train"]
+validation = ["tasks/validation"]
+test = ["tasks/test"]
+
+[play]
+max_turns = 1
+max_new_tokens = 8
+concurrency = 1
+command_timeout = 10
+
+[validation]
+k = 1
+[evaluation]
+k = 1
+
+[[stages]]
+kind = "rsr"
+name = "rsr-1"
+harnesses = ["generic"]
+attempts = 1
+self = false
+roles = {{ collector = {{ spec = "typed-oracle" }} }}
+sft = {{ epochs = 2, lr = 1e-3, batch_size = 1 }}
+
+[[stages]]
+kind = "rpr"
+name = "rpr-1"
+critic = {{ attempts = 2, epochs = 1 }}
+ppo = {{ iterations = 2, tasks_per_iteration = 2, attempts = 2, validate_every = 1, epochs = 1, batch_size = 2, actor_lr = 1e-3, fallback_estimator = "grpo" }}
+"""
+
+
+# -- the config ----------------------------------------------------------------------------------
+def test_the_config_refuses_selection_on_test_and_names_the_key(tmp_path):
+    base = {"start": "x", "tasks": {"train": ["a"], "validation": ["b"], "test": ["c"]}}
+    with pytest.raises(ConfigError, match="select_on = 'test'.*validation split only"):
+        parse_config({**base, "select_on": "test"})
+    with pytest.raises(ConfigError, match=r"stages\.0\.rsr\.sft\.epochs"):
+        parse_config({**base, "stages": [{"kind": "rsr", "name": "r", "sft": {"epochs": 0}}]})
+    with pytest.raises(ConfigError, match=r"stages\.0\.rpr\.ppo\.learning_rate: Extra inputs"):
+        parse_config({**base, "stages": [{"kind": "rpr", "name": "r", "ppo": {"learning_rate": 1}}]})
+    with pytest.raises(ConfigError, match=r"stages\[0\]\.ppo.*estimator"):
+        parse_config({**base, "stages": [{"kind": "rpr", "name": "r", "ppo": {"estimator": "magic"}}]})
+    with pytest.raises(ConfigError, match="own name"):
+        parse_config({**base, "stages": [{"kind": "rsr", "name": "a"}, {"kind": "rpr", "name": "a"}]})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("start = \n")
+    with pytest.raises(ConfigError, match="bad.toml: not valid TOML"):
+        load_config(bad)
+
+
+def test_the_default_stages_are_the_recipe_with_rpr2_at_a_fifth_of_rpr1s_rate():
+    config = parse_config({"start": "x", "tasks": {"train": ["a"], "validation": ["b"], "test": ["c"]}})
+    assert [(s.kind, s.name) for s in config.stages] == [("rsr", "rsr-1"), ("rpr", "rpr-1"), ("rsr", "rsr-2"),
+                                                          ("rpr", "rpr-2")]
+    assert config.stages[3].ppo.actor_lr == pytest.approx(config.stages[1].ppo.actor_lr / 5)
+    assert (config.evaluation.k, config.evaluation.temperature) == (3, 0.6)
+    assert all(len(s.harnesses) >= 2 for s in config.stages if s.kind == "rsr")
+
+
+def test_a_loop_refuses_wrong_splits_and_a_resume_with_a_changed_config(curriculum, tmp_path):
+    config = load_config(_write(curriculum, "a.toml", config_text()))
+    wrong = load_config(_write(curriculum, "b.toml", config_text().replace(
+        'validation = ["tasks/validation"]', 'validation = ["tasks/test"]')))
+    with pytest.raises(ConfigError, match="tasks.validation: these tasks are not in the validation split"):
+        Loop(wrong, tmp_path / "w")
+    Loop(config, tmp_path / "run")  # writes config.json, plays nothing yet
+    with pytest.raises(ConfigError, match="add --resume"):
+        Loop(config, tmp_path / "run")
+    changed = load_config(_write(curriculum, "c.toml", config_text().replace("max_turns = 1", "max_turns = 2")))
+    with pytest.raises(ConfigError, match=r"another config \(changed: play.max_turns\)"):
+        Loop(changed, tmp_path / "run", resume=True)
+
+
+def _write(root: Path, name: str, text: str) -> Path:
+    (root / name).write_text(text)
+    return root / name
+
+
+# -- the trainer's state -------------------------------------------------------------------------
+def test_sft_resumed_from_its_saved_state_ends_as_an_uninterrupted_run(tmp_path):
+    tokenizer = make_tokenizer()
+    records = [{"messages": [{"role": "user", "content": f"count {w}"}, {"role": "assistant", "content": str(len(w))}]}
+               for w in ("BCF", "GHJKL", "NP", "QSTVW")]
+    samples = sft_samples(records, HFChatTokenizer(tokenizer, "actor"))
+
+    def fresh() -> Pair:
+        return Pair.start(make_model(tokenizer, seed=1), tokenizer)
+
+    whole = fresh()
+    trainer = SFT(whole, samples, SFTConfig(lr=1e-2, batch_size=2))
+    trainer.epoch()
+    trainer.epoch()
+    half = fresh()
+    first = SFT(half, samples, SFTConfig(lr=1e-2, batch_size=2))
+    first.epoch()
+    half.save(tmp_path / "e1", stage="sft")
+    torch.save(first.state_dict(), tmp_path / "state.pt")
+    resumed = Pair.load(tmp_path / "e1")
+    second = SFT(resumed, samples, SFTConfig(lr=1e-2, batch_size=2))
+    second.load_state_dict(torch.load(tmp_path / "state.pt", weights_only=False))
+    second.epoch()
+    assert second.losses == trainer.losses
+    for (name, a), b in zip(whole.actor.state_dict().items(), resumed.actor.state_dict().values()):
+        assert torch.equal(a, b), name
+    # without the optimizer's state (Adam's moments restart) the second epoch differs: the test can fail
+    restarted = SFT(Pair.load(tmp_path / "e1"), samples, SFTConfig(lr=1e-2, batch_size=2))
+    restarted.generator.set_state(first.generator.get_state())
+    restarted.epoch()
+    assert restarted.losses[-1] != trainer.losses[-1] or any(
+        not torch.equal(a, b) for a, b in zip(whole.actor.state_dict().values(),
+                                              restarted.pair.actor.state_dict().values()))
+
+
+def test_schedules_and_rollout_seeds():
+    assert [lr_factor("constant", s, 3) for s in range(3)] == [1.0, 1.0, 1.0]
+    assert lr_factor("linear", 0, 4, warmup=2) == 0.5
+    with pytest.raises(ConfigError, match="unknown learning-rate schedule 'step'"):
+        lr_factor("step", 0, 3)
+    seen = set()
+    for seed in (0, 1):
+        for iteration in range(3):
+            first = rollout_seed(seed, iteration, 16)
+            block = set(range(first, first + 16))
+            assert not block & seen  # no two iterations (or seeds) share an episode seed
+            seen |= block
+
+
+# -- the loop, killed and resumed ----------------------------------------------------------------
+def _loop(config: Path, out: Path, *, resume: bool = False, kill_at: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
+    if kill_at:
+        env[KILL_ENV] = kill_at
+    cmd = [sys.executable, "-m", "terminal_env", "train", "loop", "--config", str(config), "--out", str(out)]
+    return subprocess.run(cmd + (["--resume"] if resume else []), env=env, capture_output=True, text=True,
+                          timeout=900, cwd=ROOT)
+
+
+@pytest.mark.docker
+def test_a_loop_killed_in_rsr_and_in_rpr_then_resumed_ends_with_the_manifests_of_an_unstopped_run(
+        curriculum, tmp_path, base_image):
+    config = _write(curriculum, "short.toml", config_text())
+    whole = _loop(config, tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    # killed after the first SFT epoch of rsr-1 (the second not begun), then after PPO's second step
+    # was saved but before the run recorded it (the resume point is step 1)
+    killed = _loop(config, tmp_path / "killed", kill_at="rsr-1-epoch-1")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    stage = json.loads((tmp_path / "killed" / "loop.json").read_text())
+    assert [s["name"] for s in stage["stages"]] == ["base"] and stage["status"] == "running"
+    assert (tmp_path / "killed" / "01-rsr-1" / "sft" / "epoch-1" / "trainer_state.pt").is_file()
+    assert not (tmp_path / "killed" / "01-rsr-1" / "sft" / "epoch-2").exists()
+    again = _loop(config, tmp_path / "killed", resume=True, kill_at="rpr-1-step-2")
+    assert again.returncode == -9, again.stderr[-3000:]
+    assert json.loads((tmp_path / "killed" / "02-rpr-1" / "ppo" / "run.json").read_text())["step"] == 1
+    done = _loop(config, tmp_path / "killed", resume=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming after step 1" in done.stderr  # from the saved step: its weights, optimizers and RNG
+
+    a = json.loads((tmp_path / "whole" / "loop.json").read_text())
+    b = json.loads((tmp_path / "killed" / "loop.json").read_text())
+    assert a["status"] == b["status"] == "complete"
+    assert a == b
+    for name in ("01-rsr-1", "02-rpr-1"):
+        assert (json.loads((tmp_path / "whole" / name / "stage.json").read_text())
+                == json.loads((tmp_path / "killed" / name / "stage.json").read_text()))
+    # the hand-off: each stage starts from the kept checkpoint of the one before
+    stages = a["stages"]
+    for before, after in zip(stages, stages[1:]):
+        assert after["parent"]["id"] == before["kept"]["id"]
+    rsr = stages[1]
+    assert rsr["data"]["records"] >= 1 and [c["name"] for c in rsr["candidates"]] == ["start", "epoch-1", "epoch-2"]
+    assert rsr["hyperparameters"]["critic"].startswith("frozen")
+    rpr = stages[2]
+    assert [c["name"] for c in rpr["candidates"]] == ["start", "step-1", "step-2"]
+    assert sum(c["kept"] for c in rpr["candidates"]) == 1
+    assert all(c["reason"] for c in rpr["candidates"])  # kept or abandoned, each says why
+    assert a["final"]["split"] == "test" and set(a["final"]["scores"]) == {"base", "rsr-1", "rpr-1"}
+    assert (tmp_path / "whole" / "report.html").read_text().count("<svg") >= 1
+    metrics = (tmp_path / "whole" / "02-rpr-1" / "ppo" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in metrics] == [1, 2]
