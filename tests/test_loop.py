@@ -230,3 +230,13 @@ def test_a_loop_killed_in_rsr_and_in_rpr_then_resumed_ends_with_the_manifests_of
     assert (tmp_path / "whole" / "report.html").read_text().count("<svg") >= 1
     metrics = (tmp_path / "whole" / "02-rpr-1" / "ppo" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in metrics] == [1, 2]
+
+
+def test_the_shipped_recipe_config_parses_with_rpr2_at_a_fifth_of_rpr1s_rate():
+    config = load_config(ROOT / "examples" / "loop" / "recipe.toml")
+    rpr = [s for s in config.stages if s.kind == "rpr"]
+    assert [s.name for s in config.stages] == ["rsr-1", "rpr-1", "rsr-2", "rpr-2"]
+    assert rpr[1].ppo.actor_lr == pytest.approx(rpr[0].ppo.actor_lr / 5)
+    assert (config.evaluation.k, config.evaluation.temperature, config.play.max_new_tokens,
+            config.play.max_input_tokens) == (3, 0.6, 8192, 96_000)
+    assert all(s.self_roles and len(s.harnesses) >= 2 for s in config.stages if s.kind == "rsr")
