@@ -7,7 +7,17 @@ critic learns. Episodes are split once into a training part and a held-out part;
 the critic's explained variance and value/return correlation on the held-out action tokens are
 measured and reported, and training ends as soon as the explained variance reaches
 ``target_explained_variance`` (or after ``epochs``). PPO reads the final measurement from the
-checkpoint and refuses a critic below its threshold unless told to.
+checkpoint (or from the report, passed as ``PPO(..., calibration=report)``) and refuses a critic
+below its threshold unless told to.
+
+The report names the critic it measured (``"critic"``: the unsaved id this stage gives the
+weights, :meth:`~terminal_env.train.models.Pair.critic_changed`; ``Pair.save`` rewrites it to the
+saved id), so that it vouches for these weights alone: once PPO trains the critic, the record no
+longer names it and PPO's gate refuses it (:func:`terminal_env.train.ppo.check_calibration`).
+
+The held-out part must be able to measure: explained variance is undefined where the returns do
+not vary (one held-out episode with gamma 1, or held-out episodes of one reward), and
+recalibration refuses such a part instead of reporting a 0 it did not measure.
 
 Two mechanics for a critic whose body is a copy of a language model (zero head, a body that knows
 nothing of values):
@@ -66,7 +76,10 @@ class CriticConfig:
 
 def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None = None) -> dict[str, Any]:
     """Fit ``pair.critic`` in place; returns the held-out measurements before training and after
-    each epoch, and whether the target was reached."""
+    each epoch (with the critic's gradient norm before clipping, mean and max over the epoch's
+    steps), whether the target was reached, and the id of the critic measured (``"critic"``):
+    the calibration record that PPO's gate reads, from pair.json once saved with
+    ``metrics={"critic": report}``, or passed in memory as ``PPO(pair, config, calibration=report)``."""
     config = config or CriticConfig()
     if not 0 < config.holdout < 1:
         raise ConfigError(f"CriticConfig.holdout is the share of episodes held out to measure the critic: "
@@ -86,18 +99,23 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
     generator = torch.Generator().manual_seed(config.seed)
     order = torch.randperm(len(episodes), generator=generator).tolist()
     held = max(1, round(len(episodes) * config.holdout))
+    if held >= len(episodes):
+        raise ConfigError(f"CriticConfig.holdout={config.holdout} holds out all {len(episodes)} episodes: nothing "
+                          f"is left to train on; hold out less, or give more episodes")
     rows = _rows(pair, [episodes[i] for i in order[held:]], config)
     held_out = _rows(pair, [episodes[i] for i in order[:held]], config)
     optimizer = critic_optimizer(critic, config.lr, config.head_lr, ("CriticConfig.lr", "CriticConfig.head_lr"))
+    _require_measurable(held_out, held, len(episodes), config)
     fill = pad_id(pair.tokenizer)
     shift, scale = _return_scale(rows) if config.normalize_returns else (0.0, 1.0)
+    measured = pair.critic_changed("critic")  # from here on the weights change: a new id
     _rescale_head(critic.head, shift, scale, into_units=False)  # values now in standard units
     history = [{"epoch": 0, **_measure(critic, held_out, fill, device, config, shift, scale)}]
     for epoch in range(1, config.epochs + 1):
         critic.train()
         shuffled = torch.randperm(len(rows), generator=generator).tolist()
         lengths, trained = [len(s.token_ids) for s, _ in rows], [sum(s.mask) for s, _ in rows]
-        total = 0.0
+        total, norms = 0.0, []
         for micro in micro_batches(shuffled, config.batch_size, lengths, trained, config.max_tokens_per_micro_batch):
             part = [rows[i] for i in micro.items]
             batch = pad([s for s, _ in part], fill, device)
@@ -114,23 +132,42 @@ def recalibrate(pair: Pair, episodes: list[Episode], config: CriticConfig | None
             loss.backward()
             step_loss += mean_over_ranks(loss.detach()).item()
             if micro.last:
-                torch.nn.utils.clip_grad_norm_(critic.parameters(), config.max_grad_norm)
+                norms.append(grad_norm(torch.nn.utils.clip_grad_norm_(critic.parameters(), config.max_grad_norm)))
                 optimizer.step()
                 total += step_loss * micro.size
         history.append({"epoch": epoch, "train_loss": total / len(rows),
+                        "critic_grad_norm": sum(norms) / len(norms), "critic_grad_norm_max": max(norms),
                         **_measure(critic, held_out, fill, device, config, shift, scale)})
-        if history[-1]["explained_variance"] >= config.target_explained_variance:
+        if _reached(history[-1]["explained_variance"], config):
             break
     critic.eval()
     _rescale_head(critic.head, shift, scale, into_units=True)  # values in reward units again
     final = history[-1]
-    return {"epochs": history, "explained_variance": final["explained_variance"],
+    return {"critic": measured, "epochs": history, "explained_variance": final["explained_variance"],
             "correlation": final["correlation"], "initial_explained_variance": history[0]["explained_variance"],
             "target_explained_variance": config.target_explained_variance,
-            "reached": final["explained_variance"] >= config.target_explained_variance,
+            "reached": _reached(final["explained_variance"], config),
             "episodes": len(episodes), "held_out": held,
             "return_mean": shift if config.normalize_returns else None,
             "return_std": scale if config.normalize_returns else None}
+
+
+def _reached(ev: float | None, config: CriticConfig) -> bool:
+    return ev is not None and ev >= config.target_explained_variance
+
+
+def _require_measurable(held_out: list[tuple[Sequence, torch.Tensor]], held: int, total: int,
+                        config: CriticConfig) -> None:
+    """Refuse a held-out part whose returns do not vary over its action tokens: explained
+    variance (and correlation) are undefined there, and no epoch could be measured."""
+    returns = torch.cat([r[torch.tensor(s.mask) > 0].float() for s, r in held_out] or [torch.zeros(0)])
+    if returns.numel() > 1 and float(returns.var(unbiased=False)) > 0:
+        return
+    value = f"all {float(returns[0]):g}" if returns.numel() else "no action tokens"
+    raise ConfigError(f"the held-out part ({held} of {total} episodes, CriticConfig.holdout={config.holdout}) has "
+                      f"returns that do not vary ({value}): explained variance is undefined there, so the critic "
+                      f"cannot be measured. Recalibration requires a held-out set that can measure: hold out more "
+                      f"episodes (CriticConfig.holdout, --holdout) or give more episodes, with rewards that differ")
 
 
 def _return_scale(rows: list[tuple[Sequence, torch.Tensor]]) -> tuple[float, float]:
@@ -171,7 +208,8 @@ def _rows(pair: Pair, episodes: list[Episode], config: CriticConfig) -> list[tup
 def _measure(critic: Any, rows: list[tuple[Sequence, torch.Tensor]], fill: int, device: Any,
              config: CriticConfig, shift: float = 0.0, scale: float = 1.0) -> dict[str, float]:
     """Explained variance and correlation of the values (in reward units: the head's output times
-    ``scale`` plus ``shift``) with the returns, over every held-out action token."""
+    ``scale`` plus ``shift``) with the returns, over every held-out action token (None where
+    undefined: the correlation of a critic whose values do not vary, e.g. a fresh one)."""
     critic.eval()
     values, returns = [], []
     for start in range(0, len(rows), config.batch_size):
@@ -183,4 +221,14 @@ def _measure(critic: Any, rows: list[tuple[Sequence, torch.Tensor]], fill: int, 
         values.append(v[keep].float().cpu())
         returns.append(r[keep].float().cpu())
     v, r = torch.cat(values), torch.cat(returns)
-    return {"explained_variance": round(explained_variance(v, r), 4), "correlation": round(correlation(v, r), 4)}
+    return {"explained_variance": _round(explained_variance(v, r)), "correlation": _round(correlation(v, r))}
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def grad_norm(norm: torch.Tensor) -> float:
+    """The float of a gradient norm from ``clip_grad_norm_`` (its total norm before clipping; of a
+    sharded model's gradients a DTensor, made whole)."""
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)

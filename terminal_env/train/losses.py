@@ -5,7 +5,8 @@ observation, template and padding tokens) and reads nothing else of the episode,
 checked by hand (the doctests) and against a plain reference (``tests/test_train.py``).
 
 Means are token means over every action token of the batch (:func:`masked_mean`): a long answer
-weighs as much as its tokens, the usual choice for language-model PPO.
+weighs as much as its tokens, the usual choice for language-model PPO (the policy loss's other
+aggregations, per sequence: :func:`terminal_env.train.estimators.aggregate`).
 
 >>> import torch
 >>> mask = torch.tensor([[0., 1., 1., 0., 1.]])
@@ -84,11 +85,47 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tens
     return (x - mean) * torch.rsqrt(var + eps) * mask
 
 
+#: the log-ratio is clamped to this before ``exp``: e^20 is about 5e8, finite in float32 and far
+#: past any clip, so one token whose log-probs are far apart (or -inf, off the mask) cannot make
+#: the ratio inf and, through ``0 * inf`` on a masked-out token, the loss NaN
+LOG_RATIO_LIMIT = 20.0
+
+
+def log_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``logprobs - old_logprobs`` on the action tokens, 0 off them, clamped to
+    ``[-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT]``: what every ratio term exponentiates. Off the mask the
+    difference is dropped before anything is computed from it (``torch.where``, not a product),
+    so an ``-inf`` there reaches neither the loss nor the gradient.
+
+    >>> log_ratio(torch.tensor([[0., 0., -1.]]), torch.tensor([[-float("inf"), -100., -1.5]]),
+    ...           torch.tensor([[0., 1., 1.]]))
+    tensor([[ 0.0000, 20.0000,  0.5000]])
+    """
+    difference = torch.where(mask > 0, logprobs - old_logprobs, torch.zeros_like(logprobs))
+    return difference.clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+
+
+def clipped_surrogate(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
+                      mask: torch.Tensor, clip: float = 0.2, dual_clip: float | None = 3.0) -> torch.Tensor:
+    """Each token's term of :func:`policy_loss` (``[batch, tokens]``, 0 off the mask), for the
+    loss aggregations that weigh tokens otherwise than the token mean
+    (:func:`terminal_env.train.estimators.aggregate`)."""
+    ratio = torch.exp(log_ratio(logprobs, old_logprobs, mask))
+    advantages = torch.where(mask > 0, advantages, torch.zeros_like(advantages))
+    clipped = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip))
+    if dual_clip is not None:
+        if dual_clip <= 1.0:
+            raise ValueError(f"dual_clip must be above 1, not {dual_clip}")
+        clipped = torch.where(advantages < 0, torch.minimum(clipped, -advantages * dual_clip), clipped)
+    return clipped * mask
+
+
 def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
                 mask: torch.Tensor, clip: float = 0.2, dual_clip: float | None = 3.0) -> torch.Tensor:
     """PPO's clipped surrogate, with the dual clip of Ye et al. (2020): where the advantage is
     negative the loss is also capped at ``-dual_clip * advantage``, so one token whose ratio has
-    run away cannot dominate the update (``None``: no dual clip).
+    run away cannot dominate the update (``None``: no dual clip). The token mean of
+    :func:`clipped_surrogate`; the log-ratio is clamped (:func:`log_ratio`).
 
     >>> one = torch.ones(1, 1)
     >>> lp = lambda ratio: torch.log(torch.tensor([[ratio]]))
@@ -101,13 +138,7 @@ def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: 
     >>> policy_loss(lp(5.0), lp(1.0), -one, one, dual_clip=None)
     tensor(5.)
     """
-    ratio = torch.exp(logprobs - old_logprobs)
-    clipped = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip))
-    if dual_clip is not None:
-        if dual_clip <= 1.0:
-            raise ValueError(f"dual_clip must be above 1, not {dual_clip}")
-        clipped = torch.where(advantages < 0, torch.minimum(clipped, -advantages * dual_clip), clipped)
-    return masked_mean(clipped, mask)
+    return masked_mean(clipped_surrogate(logprobs, old_logprobs, advantages, mask, clip, dual_clip), mask)
 
 
 def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
@@ -171,29 +202,38 @@ def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: floa
     return logp.gather(-1, tokens[..., None])[..., 0]
 
 
-def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float | None:
     """``1 - Var(returns - values) / Var(returns)``: 1 for a perfect critic, 0 for one that
-    predicts the mean, negative for worse (0 when the returns do not vary).
+    predicts the mean, negative for worse; None when the returns do not vary (nothing to
+    explain: the measure is undefined there, and a 0 would pass for a measured critic that
+    predicts the mean).
 
     >>> explained_variance(torch.tensor([1., 2., 3.]), torch.tensor([1., 2., 3.]))
     1.0
     >>> explained_variance(torch.tensor([2., 2., 2.]), torch.tensor([1., 2., 3.]))
     0.0
+    >>> explained_variance(torch.tensor([1., 2., 3.]), torch.tensor([1., 1., 1.])) is None
+    True
     """
-    var = returns.var(unbiased=False)
+    if returns.numel() == 0:
+        return None
+    var = returns.float().var(unbiased=False)
     if var <= 0:
-        return 0.0
-    return float(1 - (returns - values).var(unbiased=False) / var)
+        return None
+    return float(1 - (returns.float() - values.float()).var(unbiased=False) / var)
 
 
-def correlation(values: torch.Tensor, returns: torch.Tensor) -> float:
-    """Pearson's correlation of the values with the returns (0 when either does not vary).
+def correlation(values: torch.Tensor, returns: torch.Tensor) -> float | None:
+    """Pearson's correlation of the values with the returns (None when either does not vary, as
+    a fresh critic's zero values do: undefined, not 0).
 
     >>> round(correlation(torch.tensor([1., 2., 3.]), torch.tensor([2., 4., 7.])), 4)
     0.9934
+    >>> correlation(torch.tensor([0., 0., 0.]), torch.tensor([2., 4., 7.])) is None
+    True
     """
-    v, r = values - values.mean(), returns - returns.mean()
+    v, r = values.float() - values.float().mean(), returns.float() - returns.float().mean()
     denominator = torch.sqrt((v ** 2).sum() * (r ** 2).sum())
-    if denominator <= 0:
-        return 0.0
+    if not denominator > 0:
+        return None
     return float((v * r).sum() / denominator)

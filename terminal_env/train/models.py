@@ -17,6 +17,16 @@ A checkpoint is a directory holding both::
 An id is a digest of the weights' files, and each half also records its own id and its
 partner's (``terminal_env_checkpoint.json``), so a half copied elsewhere still names its
 partner, and loading a directory whose halves do not belong together fails.
+
+**A calibration record names the critic it measured.** PPO trusts a critic only as far as its
+last measurement (:func:`terminal_env.train.ppo.check_calibration`), and a measurement holds for
+the weights measured, not for whatever critic later sits in the pair. So the critic's weights
+carry their ids (:attr:`Critic.ids`): the one they were loaded or saved under, or, once a stage
+changed them in memory (:meth:`Pair.critic_changed`, called by recalibration and by every PPO
+update that trains the critic), a new unsaved id. Recalibration's report records the id of the
+critic it measured (``"critic"``); :meth:`Pair.save` rewrites it to the saved critic's id when
+the record it is given measured these very weights, and leaves any other record as it is (a
+parent's record copied forward keeps naming the parent's critic, and the gate refuses it).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import hashlib
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +54,8 @@ from .losses import token_logprobs
 PAIR_FILE = "pair.json"
 HALF_FILE = "terminal_env_checkpoint.json"
 HEAD_FILE = "value_head.safetensors"
+#: how the id of weights a stage changed in memory, not saved since, starts
+UNSAVED = "unsaved-"
 
 
 class Critic(torch.nn.Module):
@@ -59,6 +72,11 @@ class Critic(torch.nn.Module):
             torch.nn.init.zeros_(self.head.weight)
             torch.nn.init.zeros_(self.head.bias)
         self.head.to(device=next(model.parameters()).device, dtype=torch.float32)
+        #: the ids of these weights as they are now (the saved or loaded id, or the unsaved id the
+        #: last stage that changed them gave them, then the id they were saved under); empty: unknown
+        self.ids: list[str] = []
+        #: the stage that last changed the weights in memory (None: as loaded or saved)
+        self.changed_by: str | None = None
 
     @classmethod
     def from_actor(cls, actor: Any) -> "Critic":
@@ -84,6 +102,35 @@ class Pair:
     #: what pair.json says (ids, stage, parent, measurements); empty for a pair never saved
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.critic.ids and self.meta.get("critic"):  # a loaded (or hand-made) pair: its saved critic
+            self.critic.ids = [self.meta["critic"]]
+
+    @property
+    def critic_id(self) -> str | None:
+        """The id of the critic's weights as they are now: the id they were saved or loaded
+        under, or the unsaved id of the stage that last changed them in memory (None: a critic
+        never saved nor changed, e.g. of :meth:`start`)."""
+        return self.critic.ids[-1] if self.critic.ids else self.meta.get("critic")
+
+    def is_critic(self, critic_id: str | None) -> bool:
+        """Whether ``critic_id`` names the critic's weights as they are now (any of their ids:
+        the unsaved one a stage gave them and the one they were then saved under)."""
+        return critic_id is not None and critic_id in (self.critic.ids or [self.meta.get("critic")])
+
+    def critic_changed(self, stage: str) -> str:
+        """Record that ``stage`` changed the critic's weights in memory; returns their new,
+        unsaved id. A calibration record of the weights before no longer names this critic."""
+        new = f"{UNSAVED}{stage}-{uuid.uuid4().hex[:12]}"
+        self.critic.ids, self.critic.changed_by = [new], stage
+        return new
+
+    @property
+    def critic_changed_by(self) -> str | None:
+        """The stage that made the critic's weights as they are now: the one that changed them in
+        memory, else the one that saved them."""
+        return self.critic.changed_by or self.meta.get("stage")
+
     @classmethod
     def start(cls, actor: Any, tokenizer: Any = None) -> "Pair":
         """The first pair of a run: an actor (a directory or a loaded causal LM) and a critic
@@ -100,15 +147,22 @@ class Pair:
         """Write the pair to ``directory`` (which must not hold another pair) and return it;
         ``meta`` becomes what was written, the parent being the pair it was loaded as. On a pair
         sharded under torchrun every rank calls it: the whole weights are gathered and rank 0
-        writes them; the others wait, then read what it wrote."""
+        writes them; the others wait, then read what it wrote.
+
+        ``metrics["critic"]``, a calibration record (:func:`~terminal_env.train.critic.recalibrate`'s
+        report), is written with the saved critic's id as its ``"critic"`` when it names the
+        critic's weights as they are (the module docstring); any other record is written as given."""
         out = Path(directory)
         if (out / PAIR_FILE).exists():
             raise ConfigError(f"{out} already holds a checkpoint; choose a new directory (checkpoints "
                               f"are never overwritten)")
         actor_state, critic_state = full_state(self.actor), full_state(self.critic)
+        names = list(self.critic.ids or [self.meta.get("critic")])  # what the weights are called now
         if rank() != 0:
             barrier()  # rank 0 writes
             self.meta = json.loads((out / PAIR_FILE).read_text())
+            saved = self.meta["critic"]
+            self.critic.ids, self.critic.changed_by = _still_named(names, saved) + [saved], None
             return out
         out.mkdir(parents=True, exist_ok=True)
         # LoRA adapters: the merged weights under the models' own names, the adapters beside them (lora.py)
@@ -126,11 +180,17 @@ class Pair:
         actor_id, critic_id = _digest(out / "actor"), _digest(out / "critic")
         for half, own, partner in (("actor", actor_id, critic_id), ("critic", critic_id, actor_id)):
             write_atomic(out / half / HALF_FILE, json.dumps({"role": half, "id": own, "pair": partner}, indent=1))
+        names = _still_named(names, critic_id)
+        metrics = dict(metrics or {})
+        record = metrics.get("critic")
+        if isinstance(record, dict) and record.get("critic") is not None and record["critic"] in names:
+            metrics["critic"] = {**record, "critic": critic_id}  # it measured these weights: name them as saved
         meta = {"actor": actor_id, "critic": critic_id, "stage": stage,
                 "parent": self.meta.get("id"), "id": f"{actor_id}+{critic_id}",
-                "created": time.time(), "metrics": metrics or {}, **({"adapters": adapters} if adapters else {})}
+                "created": time.time(), "metrics": metrics, **({"adapters": adapters} if adapters else {})}
         write_atomic(out / PAIR_FILE, json.dumps(meta, indent=1))
         self.meta = meta
+        self.critic.ids, self.critic.changed_by = names + [critic_id], None
         barrier()  # the other ranks read it now
         return out
 
@@ -164,6 +224,14 @@ class Pair:
         head = torch.nn.Linear(head_state["weight"].shape[1], 1)
         head.load_state_dict(head_state)
         return cls(actor, Critic(body, head), _load_tokenizer(str(root / "actor")), meta)
+
+
+def _still_named(names: list[str | None], digest: str) -> list[str]:
+    """The names of the critic's weights that still hold now that their digest is ``digest``: all
+    of them, unless a saved id (a digest) among them differs, which means the weights changed since
+    without a stage saying so (:meth:`Pair.critic_changed`): then none."""
+    names = [n for n in names if n]
+    return names if all(n == digest for n in names if not n.startswith(UNSAVED)) else []
 
 
 def _digest(directory: Path) -> str:
