@@ -540,12 +540,12 @@ def main() -> int:
         if not args.skip_ppo and not args.skip_critic:
             t0 = time.perf_counter()
             config = PPOConfig(epochs=2, batch_size=4, actor_lr=args.ppo_actor_lr, critic_lr=args.ppo_critic_lr,
-                               lam=1.0, kl_coef=args.ppo_kl_coef, min_explained_variance=args.min_explained_variance,
-                               seed=args.seed)
+                               actor_lam=1.0, critic_lam=1.0, kl_coef=args.ppo_kl_coef,
+                               min_explained_variance=args.min_explained_variance, seed=args.seed)
             # the KL's reference: the SFT actor, frozen (what PPO starts from)
             reference = copy.deepcopy(pair.actor).requires_grad_(False).eval() if config.kl_coef > 0 else None
             ev = pair.meta["metrics"]["critic"]["explained_variance"]
-            forced = args.force_ppo is not None and ev < config.min_explained_variance
+            forced = args.force_ppo is not None and (ev is None or ev < config.min_explained_variance)
             try:
                 trainer = PPO(pair, config, reference=reference, force=args.force_ppo is not None)
             except ConfigError as e:  # the critic is below PPO's threshold: reported, not hidden
@@ -586,7 +586,8 @@ def main() -> int:
                              "min_explained_variance": config.min_explained_variance,
                              "config": {"epochs": config.epochs, "batch_size": config.batch_size,
                                         "actor_lr": config.actor_lr, "critic_lr": config.critic_lr,
-                                        "lam": config.lam, "clip": config.clip, "kl_coef": config.kl_coef,
+                                        "actor_lam": config.actor_lam, "critic_lam": config.critic_lam,
+                                        "clip": config.clip, "kl_coef": config.kl_coef,
                                         "kl_reference": "the SFT actor" if config.kl_coef > 0 else None}}
             result["after_ppo"] = validate("after_ppo")
             if args.save is not None:

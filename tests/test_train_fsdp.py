@@ -64,7 +64,7 @@ SFT = SFTConfig(epochs=1, lr=1e-3, batch_size=6)
 #: critic: 8 episodes, 2 held out, 6 trained in minibatches of 4 and 2
 CRITIC = CriticConfig(epochs=1, lr=1e-3, batch_size=4, target_explained_variance=1.0)
 #: PPO: 5 episodes in minibatches of 4 and 1 (rank 0 has nothing of the second: it runs a filler)
-PPO_CONFIG = PPOConfig(epochs=1, batch_size=4, actor_lr=1e-4, critic_lr=1e-4, lam=0.9)
+PPO_CONFIG = PPOConfig(epochs=1, batch_size=4, actor_lr=1e-4, critic_lr=1e-4, actor_lam=0.9, critic_lam=0.9)
 #: the sharded run's memory settings (exact: the single process runs without them)
 MEMORY = {"activation_checkpointing": True, "max_tokens_per_micro_batch": 40}
 MIXED_ATOL, MIXED_RTOL = 1e-2, 0.03

@@ -192,7 +192,7 @@ def test_sft_micro_batches_and_activation_checkpointing_give_the_unsplit_step(to
 def run_ppo(tokenizer, **options):
     pair = fresh_pair(tokenizer)
     data = episodes(pair, tokenizer)
-    report = PPO(pair, PPOConfig(epochs=1, batch_size=5, actor_lr=1e-4, critic_lr=1e-4, lam=0.9,
+    report = PPO(pair, PPOConfig(epochs=1, batch_size=5, actor_lr=1e-4, critic_lr=1e-4, actor_lam=0.9, critic_lam=0.9,
                                  entropy_coef=0.01, **options), force=True).update(data)
     return report, grads(pair.actor, pair.critic)
 
