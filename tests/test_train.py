@@ -5,6 +5,7 @@ episodes from token-exact trajectories, and PPO that raises the reward of a toy 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -25,7 +26,7 @@ from terminal_env.train import losses  # noqa: E402
 from terminal_env.train.critic import CriticConfig, recalibrate  # noqa: E402
 from terminal_env.train.data import Episode, Sequence, episodes, pad, pad_id, sft_samples  # noqa: E402
 from terminal_env.train.models import Critic, Pair, action_values  # noqa: E402
-from terminal_env.train.ppo import PPO, PPOConfig  # noqa: E402
+from terminal_env.train.ppo import PPO, PPOConfig, check_calibration  # noqa: E402
 from terminal_env.train.sft import SFTConfig, sft  # noqa: E402
 from terminal_env.trajectory import ModelRef, TaskRef, Trajectory  # noqa: E402
 from terminal_env.verify import VerifierResult  # noqa: E402
@@ -303,7 +304,8 @@ def prompt_episodes(pair: Pair, n: int, reward) -> list[Episode]:
 def test_the_value_head_learns_at_its_own_rate_and_a_body_rate_of_0_freezes_the_body(pair):
     batch = prompt_episodes(pair, 8, lambda i: float(i % 4))
     body_before, head_before = state(pair.critic.model), state(pair.critic.head)
-    report = recalibrate(pair, batch, CriticConfig(epochs=2, lr=0.0, head_lr=1e-2, batch_size=4))
+    # half held out: 4 episodes whose returns vary (a quarter, 2 here, would both have return 0)
+    report = recalibrate(pair, batch, CriticConfig(epochs=2, lr=0.0, head_lr=1e-2, batch_size=4, holdout=0.5))
     assert unchanged(pair.critic.model, body_before)  # lr 0: the body is not trained
     assert not unchanged(pair.critic.head, head_before)
     assert len(report["epochs"]) == 3
@@ -347,17 +349,227 @@ def test_ppo_gives_the_value_head_its_own_rate_and_a_critic_rate_of_0_freezes_th
 def test_ppo_refuses_an_uncalibrated_critic(pair):
     with pytest.raises(ConfigError, match="never recalibrated"):
         PPO(pair)
-    pair.meta = {"metrics": {"critic": {"explained_variance": 0.05}}}
+    pair.meta = {"critic": "c1", "metrics": {"critic": {"critic": "c1", "explained_variance": 0.05}}}
     with pytest.raises(ConfigError, match="explains 0.05"):
         PPO(pair)
+    pair.meta["metrics"]["critic"]["explained_variance"] = None  # measured on returns that did not vary
+    with pytest.raises(ConfigError, match="has no explained variance"):
+        PPO(pair)
+    pair.meta = {"critic": "c1", "metrics": {"critic": {"explained_variance": 0.9}}}  # a record of before
+    with pytest.raises(ConfigError, match="names no critic"):
+        PPO(pair)
     PPO(pair, force=True)  # told to
+    PPO(pair, PPOConfig(estimator="rloo"))  # a critic-free estimator needs no critic
+
+
+# -- the fixes of issue #34 ------------------------------------------------------------------------
+
+
+def test_the_calibration_record_names_the_critic_it_measured_and_ppo_refuses_another(pair, tmp_path):
+    """In memory (never saved) the report is the record; saved, it names the saved critic; a PPO
+    update gives the critic a new id, and a record of the critic before, passed in memory or
+    copied into the child's pair.json (what 'train ppo' did), is refused."""
+    batch = prompt_episodes(pair, 8, lambda i: float(i % 4))
+    fit = CriticConfig(epochs=3, lr=0.0, head_lr=3e-2, batch_size=4, holdout=0.5)
+    config = PPOConfig(epochs=1, batch_size=4, actor_lr=1e-3, critic_lr=0.0, critic_head_lr=1e-2,
+                       min_explained_variance=-100.0)  # the gate's id check alone, whatever was measured
+    report = recalibrate(pair, batch, fit)
+    assert report["critic"] == pair.critic_id and report["critic"].startswith("unsaved-critic-")
+    assert report["epochs"][0]["correlation"] is None  # the zero head's values do not vary: undefined, not 0
+    assert report["epochs"][1]["critic_grad_norm"] > 0 and report["epochs"][1]["critic_grad_norm_max"] > 0
+    assert not pair.meta.get("critic")
+    with pytest.raises(ConfigError, match="never recalibrated"):
+        PPO(pair, config)  # pair.json has no record: the report must be passed
+    PPO(pair, config, calibration=report).update(batch)  # trains the critic: its id changes
+    with pytest.raises(ConfigError, match=r"the calibration record is of critic unsaved-critic-\w+, this pair's "
+                                          r"critic is unsaved-ppo-\w+ \(changed by stage ppo\): recalibrate"):
+        PPO(pair, config, calibration=report)
+    assert check_calibration(pair, 0.2, force=True) is None  # forced: not checked
+
+    report = recalibrate(pair, batch, fit)
+    pair.save(tmp_path / "critic", stage="critic", metrics={"critic": report})
+    saved = json.loads((tmp_path / "critic" / "pair.json").read_text())
+    assert saved["metrics"]["critic"]["critic"] == saved["critic"]  # named by the saved critic's id
+    assert check_calibration(pair, -100.0, calibration=report) == report  # the in-memory report still holds
+    loaded = Pair.load(tmp_path / "critic")
+    assert check_calibration(loaded, -100.0)["critic"] == loaded.critic_id
+    PPO(loaded, config).update(batch)
+    loaded.save(tmp_path / "ppo", stage="ppo", metrics={"critic": saved["metrics"]["critic"]})  # copied forward
+    child = Pair.load(tmp_path / "ppo")
+    assert child.meta["metrics"]["critic"]["critic"] == saved["critic"] != child.meta["critic"]
+    with pytest.raises(ConfigError, match=f"the calibration record is of critic {saved['critic']}, this pair's "
+                                          f"critic is {child.meta['critic']} \\(changed by stage ppo\\)"):
+        PPO(child, config)
+
+    # weights changed without a stage saying so: a saved record of them is not renamed either
+    again = Pair.load(tmp_path / "critic")
+    with torch.no_grad():
+        again.critic.head.bias.add_(1.0)
+    again.save(tmp_path / "edited", stage="edited", metrics={"critic": saved["metrics"]["critic"]})
+    with pytest.raises(ConfigError, match="the calibration record is of critic"):
+        PPO(Pair.load(tmp_path / "edited"), config)
+
+
+def test_explained_variance_and_correlation_are_none_where_undefined():
+    assert losses.explained_variance(torch.tensor([1., 2., 3.]), torch.tensor([2., 2., 2.])) is None
+    assert losses.explained_variance(torch.zeros(0), torch.zeros(0)) is None
+    assert losses.explained_variance(torch.tensor([2., 2.]), torch.tensor([1., 3.])) == 0.0  # predicts the mean
+    assert losses.correlation(torch.zeros(3), torch.tensor([1., 2., 3.])) is None
+
+
+def test_recalibration_refuses_a_held_out_part_that_cannot_measure(pair):
+    """4 episodes, a quarter held out: one episode, whose returns (gamma 1: its reward on every
+    action token) do not vary, so explained variance is undefined there."""
+    batch = prompt_episodes(pair, 4, lambda i: float(i % 4))
+    critic_before = state(pair.critic)
+    with pytest.raises(ConfigError, match=r"held-out part \(1 of 4 episodes.*do not vary \(all 0\).*requires a "
+                                          r"held-out set that can measure: hold out more episodes"):
+        recalibrate(pair, batch, CriticConfig(epochs=1, lr=0.0, head_lr=1e-2))
+    assert unchanged(pair.critic, critic_before) and pair.critic_id is None  # refused before any change
+    same = [Episode(e.id, e.task, e.sequences, 1.0, 1.0) for e in prompt_episodes(pair, 8, lambda i: 0.0)]
+    with pytest.raises(ConfigError, match="do not vary \\(all 1\\)"):
+        recalibrate(pair, same, CriticConfig(epochs=1, lr=0.0, head_lr=1e-2, holdout=0.5))
+    report = recalibrate(pair, batch, CriticConfig(epochs=1, lr=0.0, head_lr=1e-2, holdout=0.5))  # 0 and 1
+    assert report["held_out"] == 2 and report["explained_variance"] is not None
+
+
+def test_every_ppo_update_measures_its_batch_before_training(pair):
+    """The old values against the new returns over the batch's action tokens (gamma 1, critic
+    lambda 1: each token's return is its episode's reward), and statistics of the batch."""
+    batch = prompt_episodes(pair, 8, lambda i: float(i % 4))
+    with torch.no_grad():
+        pair.critic.head.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+        pair.critic.head.bias.fill_(1.0)
+        padded = pad([e.sequences[0] for e in batch], pad_id(pair.tokenizer))
+        values = action_values(pair.critic, padded)[padded["mask"] > 0]
+    returns = torch.tensor([e.reward for e in batch]).repeat_interleave(3)  # 3 action tokens each
+    report = PPO(pair, PPOConfig(epochs=1, batch_size=4, actor_lr=1e-3, critic_lr=1e-3, max_grad_norm=1e-6),
+                 force=True).update(batch)
+    assert report["explained_variance"] == pytest.approx(losses.explained_variance(values, returns), abs=1e-4)
+    assert report["explained_variance"] != 0.0
+    stats = {"value": values, "return": returns, "advantage": returns - values}  # actor lambda 1: R - V
+    for name, x in stats.items():
+        assert report[f"{name}_mean"] == pytest.approx(float(x.mean()), abs=1e-4), name
+        assert report[f"{name}_std"] == pytest.approx(float(x.std(unbiased=False)), abs=1e-4), name
+        assert report[f"{name}_min"] == pytest.approx(float(x.min()), abs=1e-4), name
+        assert report[f"{name}_max"] == pytest.approx(float(x.max()), abs=1e-4), name
+    assert [report["return_mean"], report["return_min"], report["return_max"]] == pytest.approx([1.5, 0, 3], abs=1e-6)
+    assert report["response_length_mean"] == report["response_length_max"] == 3
+    assert report["turns_mean"] == report["turns_max"] == 1
+    assert report["groups"] == 1 and report["groups_without_signal"] == 0
+    # the gradient norms before clipping (max_grad_norm 1e-6: far above it), mean and max over the steps
+    for half in ("actor", "critic"):
+        assert 1e-4 < report[f"{half}_grad_norm"] <= report[f"{half}_grad_norm_max"], report
+
+
+def test_the_actor_and_the_critic_have_their_own_lambdas(tokenizer):
+    """A fresh critic (values 0), gamma 1, rewards 0..3 on the last of 3 action tokens: lambda 1
+    gives each token the reward, lambda 0 the next token's value plus its reward (0, 0, reward)."""
+    rewards = [0.0, 1.0, 2.0, 3.0]
+    for actor_lam, critic_lam, advantage_mean, return_mean in ((1.0, 0.0, 1.5, 0.5), (0.0, 1.0, 0.5, 1.5)):
+        pair = Pair.start(make_model(tokenizer, context=1024), tokenizer)
+        report = PPO(pair, PPOConfig(epochs=1, batch_size=4, actor_lr=0.0, critic_lr=0.0, critic_head_lr=1e-3,
+                                     actor_lam=actor_lam, critic_lam=critic_lam), force=True).update(
+            prompt_episodes(pair, 4, lambda i: rewards[i]))
+        assert report["advantage_mean"] == pytest.approx(advantage_mean)
+        assert report["return_mean"] == pytest.approx(return_mean)
+    assert (PPOConfig().actor_lam, PPOConfig().critic_lam) == (1.0, 1.0)  # what the benchmarks ran
+    with pytest.raises(TypeError):
+        PPOConfig(lam=0.95)  # the one lambda is gone: say which
+    with pytest.raises(ConfigError, match=r"PPOConfig.critic_lam \(--critic-lam\) must be between 0 and 1"):
+        PPO(pair, PPOConfig(critic_lam=1.5), force=True)
+
+
+def test_the_log_ratio_is_clamped_so_nothing_infinite_comes_through_the_mask(pair):
+    mask = torch.tensor([[0., 1., 1.]])
+    old = torch.tensor([[-float("inf"), -1000.0, -1.0]])  # -inf off the mask; a gap of 999.5 on an action
+    new = torch.tensor([[0.0, -0.5, -1.2]], requires_grad=True)
+    for advantages in (torch.tensor([[0., 1., -1.]]), torch.tensor([[0., -1., 1.]])):
+        for dual_clip in (3.0, None):
+            loss = losses.policy_loss(new, old, advantages, mask, clip=0.2, dual_clip=dual_clip)
+            loss.backward()
+            assert torch.isfinite(loss) and torch.isfinite(new.grad).all(), (advantages, dual_clip, loss, new.grad)
+            new.grad = None
+    assert losses.log_ratio(new, old, mask).tolist()[0] == pytest.approx([0.0, 20.0, -0.2])
+
+    # through a whole update: -inf old log-probs on prompt tokens, a huge gap on an action token
+    batch = prompt_episodes(pair, 4, lambda i: float(i % 4))
+    for e in batch:
+        seq = e.sequences[0]
+        seq.old_logprobs = [-float("inf")] * seq.mask.index(1) + [-1000.0] + [-1.0] * (sum(seq.mask) - 1)
+    report = PPO(pair, PPOConfig(epochs=1, batch_size=4, actor_lr=1e-3, critic_lr=1e-3, old_logprobs="rollout"),
+                 force=True).update(batch)
+    for k in ("policy_loss", "approx_kl", "clip_fraction", "value_loss", "actor_grad_norm"):
+        assert report[k] is not None and torch.isfinite(torch.tensor(report[k])), (k, report[k])
+    assert all(torch.isfinite(p).all() for p in pair.actor.parameters())
+
+
+def test_the_cli_defaults_are_the_configs_defaults():
+    """One source of truth: every flag of 'train critic' and 'train ppo' that names a config field
+    leaves it to the dataclass, and the config the command builds from no flags is the default."""
+    from terminal_env.cli import build_parser
+    from terminal_env.train import cli as train_cli
+
+    for step, build, config in (("critic", train_cli._critic_config, CriticConfig),
+                                ("ppo", train_cli._ppo_config, PPOConfig)):
+        args = build_parser().parse_args(["train", step, "--pair", "p", "--trajectories", "t", "--out", "o"])
+        args.precision = "fp32"  # what the command picks on CPU (bf16 on CUDA, the one default of its own)
+        assert build(args) == config(), step
+        for field in dataclasses.fields(config):
+            value = getattr(args, field.name, None)
+            assert value is None or value == field.default, (step, field.name, value, field.default)
+    args = build_parser().parse_args(["train", "ppo", "--pair", "p", "--trajectories", "t", "--out", "o",
+                                      "--actor-lam", "0.5", "--critic-lam", "0.25", "--gamma", "0.9", "--estimator",
+                                      "rloo", "--loss-agg", "seq_mean_token_mean", "--actor-lr", "3e-6"])
+    args.precision = "fp32"
+    assert train_cli._ppo_config(args) == PPOConfig(actor_lam=0.5, critic_lam=0.25, gamma=0.9, estimator="rloo",
+                                                    loss_agg="seq_mean_token_mean", actor_lr=3e-6)
+
+
+def test_ppo_state_round_trips_through_a_file(tokenizer, tmp_path):
+    """Update on batch A, save the state, resume it in a fresh PPO on a copy of the pair, update
+    on B: the weights of one PPO that did A then B, bit for bit."""
+    config = PPOConfig(epochs=2, batch_size=2, actor_lr=1e-3, critic_lr=1e-3)
+
+    def fresh() -> Pair:
+        p = Pair.start(make_model(tokenizer, context=1024), tokenizer)
+        with torch.no_grad():
+            p.critic.head.bias.fill_(0.3)
+        return p
+
+    one = fresh()
+    a = prompt_episodes(one, 4, lambda i: float(i % 4))
+    b = prompt_episodes(one, 4, lambda i: float((i * 3) % 4))
+    trainer = PPO(one, config, force=True)
+    trainer.update(a)
+    torch.save(trainer.state_dict(), tmp_path / "ppo.pt")
+    copies = []
+    for with_state in (True, False):
+        two = fresh()
+        two.actor.load_state_dict(one.actor.state_dict())
+        two.critic.load_state_dict(one.critic.state_dict())
+        resumed = PPO(two, config, force=True)
+        if with_state:
+            resumed.load_state_dict(torch.load(tmp_path / "ppo.pt", weights_only=True))
+            assert resumed.steps_done == trainer.steps_done == 4
+        resumed.update(b)
+        copies.append(two)
+    trainer.update(b)
+    assert trainer.steps_done == 8
+    for half in ("actor", "critic"):
+        ours = getattr(one, half).state_dict()
+        assert all(torch.equal(v, ours[k]) for k, v in getattr(copies[0], half).state_dict().items()), half
+        assert not all(torch.equal(v, ours[k]) for k, v in getattr(copies[1], half).state_dict().items()), half
+    with pytest.raises(ConfigError, match="one trains the critic and the other does not"):
+        PPO(fresh(), PPOConfig(estimator="grpo")).load_state_dict(trainer.state_dict())
 
 
 def test_ppo_raises_the_reward_of_a_toy_task_from_the_sampled_logprobs(pair):
     """Reward: the share of even token ids among 6 sampled tokens. Rollouts from the local
     backend, PPO updates, new weights pushed into the backend after each update."""
     backend = TransformersBackend(pair.actor, pair.tokenizer, name="tiny", weights_version="v0")
-    trainer = PPO(pair, PPOConfig(epochs=2, batch_size=8, actor_lr=5e-3, critic_lr=5e-3, lam=1.0), force=True)
+    trainer = PPO(pair, PPOConfig(epochs=2, batch_size=8, actor_lr=5e-3, critic_lr=5e-3,
+                                  actor_lam=1.0, critic_lam=1.0), force=True)
     rewards, gaps = [], []
     try:
         base = sampled_episodes(pair, backend, 32, 99, even_share)
@@ -432,13 +644,27 @@ def test_the_train_commands_chain_checkpoints_and_keep_the_critic_through_sft(to
     assert report["held_out"] == 4 and report["return_mean"] is not None  # --holdout, --normalize-returns
     before, fitted = Pair.load(tmp_path / "sft").critic, Pair.load(tmp_path / "critic").critic
     assert unchanged(fitted.model, state(before.model)) and not unchanged(fitted.head, state(before.head))  # --lr 0
+    calibrated = json.loads((tmp_path / "critic" / "pair.json").read_text())
+    assert calibrated["metrics"]["critic"]["critic"] == calibrated["critic"]  # the record names the critic saved
+    # the gate passes on the record of this very critic (its threshold lowered: 3 epochs measure little)
     assert main(["train", "ppo", "--pair", str(tmp_path / "critic"), "--trajectories", str(run),
-                 "--out", str(tmp_path / "ppo"), "--force"]) == 0
+                 "--out", str(tmp_path / "ppo"), "--min-explained-variance", "-100", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["explained_variance"] is not None and report["actor_grad_norm"] > 0
     ppo = json.loads((tmp_path / "ppo" / "pair.json").read_text())
-    assert ppo["parent"] == json.loads((tmp_path / "critic" / "pair.json").read_text())["id"]
+    assert ppo["parent"] == calibrated["id"] and "critic" not in ppo["metrics"]  # no record carried over
+    assert main(["train", "ppo", "--pair", str(tmp_path / "ppo"), "--trajectories", str(run),
+                 "--out", str(tmp_path / "ppo2"), "--min-explained-variance", "-100"]) == 2
+    assert "never recalibrated" in " ".join(capsys.readouterr().err.split())  # PPO trained the critic since
     assert main(["train", "ppo", "--pair", str(tmp_path / "ppo"), "--trajectories", str(run),
                  "--out", str(tmp_path / "ppo2"), "--force"]) == 2  # sampled by other weights
     assert "must come from the weights being trained" in " ".join(capsys.readouterr().err.split())
+    assert main(["train", "ppo", "--pair", str(tmp_path / "critic"), "--trajectories", str(run), "--out",
+                 str(tmp_path / "grpo"), "--estimator", "grpo", "--loss-agg", "seq_mean_token_sum_norm",
+                 "--loss-agg-norm", "16", "--actor-lr", "1e-3", "--json"]) == 0  # no gate, the critic untouched
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimator"] == "grpo" and report["groups"] == 1 and report["groups_without_signal"] == 0  # "toy"
+    assert json.loads((tmp_path / "grpo" / "pair.json").read_text())["critic"] == calibrated["critic"]
 
 
 @pytest.mark.docker

@@ -11,11 +11,16 @@ directories of token-exact trajectories; ``critic`` and ``ppo`` read run directo
 ``trajectory.json`` files) played by the pair's actor (served by the local backend from
 ``DIR/actor``: each turn records the actor's id). The parser is built without the extra; the
 commands need ``[train]``.
+
+The settings of ``critic`` and ``ppo`` default to None, which means the field's default in
+``CriticConfig`` and ``PPOConfig`` (one source of truth: the parser cannot import them without the
+extra, and a second copy of the numbers drifted 10x from them before).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -48,35 +53,57 @@ def add_train_parser(sub: Any) -> None:
     c = steps.add_parser("critic", help="recalibrate the critic on the actor's episodes; the actor stays frozen")
     _common(c)
     _episodes(c)
-    c.add_argument("--epochs", type=int, default=20)
-    c.add_argument("--lr", type=float, default=1e-4, help="the critic body's learning rate (0 freezes it)")
+    c.add_argument("--epochs", type=int, default=None, help="epochs at most (default: CriticConfig.epochs)")
+    c.add_argument("--lr", type=float, default=None,
+                   help="the critic body's learning rate, 0 freezes it (default: CriticConfig.lr)")
     c.add_argument("--head-lr", type=float, default=None, help="the value head's learning rate (default: --lr)")
-    c.add_argument("--normalize-returns", action="store_true",
+    c.add_argument("--normalize-returns", action="store_true", default=None,
                    help="fit standardised returns (the values still come out in reward units)")
-    c.add_argument("--holdout", type=float, default=0.25,
-                   help="the share of the episodes held out to measure the critic on (default 0.25)")
-    c.add_argument("--batch-size", type=int, default=8)
-    c.add_argument("--target-explained-variance", type=float, default=0.5,
-                   help="stop once the held-out explained variance reaches this (default 0.5)")
+    c.add_argument("--holdout", type=float, default=None,
+                   help="the share of the episodes held out to measure the critic on; their returns must vary "
+                        "(default: CriticConfig.holdout)")
+    c.add_argument("--batch-size", type=int, default=None, help="(default: CriticConfig.batch_size)")
+    c.add_argument("--gamma", type=float, default=None, help="the returns' discount (default: CriticConfig.gamma)")
+    c.add_argument("--target-explained-variance", type=float, default=None,
+                   help="stop once the held-out explained variance reaches this "
+                        "(default: CriticConfig.target_explained_variance)")
     c.set_defaults(func=cmd_critic)
 
-    p = steps.add_parser("ppo", help="one PPO update of the actor and the critic on the actor's episodes")
+    p = steps.add_parser("ppo", help="one PPO update of the actor (and, with GAE, the critic) on the actor's "
+                                     "episodes")
     _common(p)
     _episodes(p)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--actor-lr", type=float, default=1e-6)
-    p.add_argument("--critic-lr", type=float, default=1e-5, help="the critic body's learning rate (0 freezes it)")
+    p.add_argument("--epochs", type=int, default=None, help="(default: PPOConfig.epochs)")
+    p.add_argument("--batch-size", type=int, default=None, help="(default: PPOConfig.batch_size)")
+    p.add_argument("--actor-lr", type=float, default=None, help="(default: PPOConfig.actor_lr)")
+    p.add_argument("--critic-lr", type=float, default=None,
+                   help="the critic body's learning rate, 0 freezes it (default: PPOConfig.critic_lr)")
     p.add_argument("--critic-head-lr", type=float, default=None,
                    help="the value head's learning rate (default: --critic-lr)")
-    p.add_argument("--kl-coef", type=float, default=0.0, help="KL to --reference (default 0: none)")
+    p.add_argument("--gamma", type=float, default=None, help="the discount (default: PPOConfig.gamma)")
+    p.add_argument("--actor-lam", type=float, default=None,
+                   help="GAE's lambda for the actor's advantages (default: PPOConfig.actor_lam)")
+    p.add_argument("--critic-lam", type=float, default=None,
+                   help="GAE's lambda for the critic's targets (default: PPOConfig.critic_lam)")
+    p.add_argument("--estimator", default=None,
+                   help="the advantages: gae (the critic), or critic-free grpo, dr_grpo, rloo, reinforce_pp over "
+                        "the episodes grouped by task (default: PPOConfig.estimator)")
+    p.add_argument("--loss-agg", default=None,
+                   help="the policy loss over tokens: token_mean, seq_mean_token_mean, seq_mean_token_sum_norm "
+                        "(default: PPOConfig.loss_agg)")
+    p.add_argument("--loss-agg-norm", type=float, default=None,
+                   help="seq_mean_token_sum_norm's constant, e.g. the generation budget (default: the batch's "
+                        "longest sequence)")
+    p.add_argument("--kl-coef", type=float, default=None, help="KL to --reference (default: PPOConfig.kl_coef)")
     p.add_argument("--reference", help="a checkpoint whose actor is the KL reference")
-    p.add_argument("--min-explained-variance", type=float, default=0.2,
-                   help="refuse a critic that explains less of the returns (default 0.2)")
-    p.add_argument("--force", action="store_true", help="start even from an uncalibrated critic")
-    p.add_argument("--old-logprobs", default="auto", choices=["auto", "recompute", "rollout"],
+    p.add_argument("--min-explained-variance", type=float, default=None,
+                   help="refuse a critic that explains less of the returns (default: "
+                        "PPOConfig.min_explained_variance)")
+    p.add_argument("--force", action="store_true",
+                   help="start even from a critic without a calibration record of its own")
+    p.add_argument("--old-logprobs", default=None, choices=["auto", "recompute", "rollout"],
                    help="the ratio's old log-probs: the trainer's (recompute), the sampler's (rollout), or "
-                        "recompute for episodes a server sampled (auto, the default)")
+                        "recompute for episodes a server sampled (auto; default: PPOConfig.old_logprobs)")
     p.add_argument("--tis-cap", type=float, default=None,
                    help="truncated importance sampling against the generator's log-probs, weights capped here "
                         "(e.g. 2.0; default: off)")
@@ -245,32 +272,45 @@ def _load_episodes(args: argparse.Namespace, pair: Any) -> list[Any]:
     return found
 
 
+def _settings(config: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of the dataclass ``config`` that the command line set (a flag left out is None:
+    the field keeps its default)."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(config)
+            if getattr(args, f.name, None) is not None}
+
+
+def _critic_config(args: argparse.Namespace) -> Any:
+    from .critic import CriticConfig  # the optional extra [train]
+
+    return CriticConfig(**{**_settings(CriticConfig, args), **_memory(args, logprobs=False)})
+
+
+def _ppo_config(args: argparse.Namespace) -> Any:
+    from .ppo import PPOConfig  # the optional extra [train]
+
+    return PPOConfig(**{**_settings(PPOConfig, args), **_memory(args)})
+
+
 def cmd_critic(args: argparse.Namespace) -> int:
-    from .critic import CriticConfig, recalibrate  # the optional extra [train]
+    from .critic import recalibrate  # the optional extra [train]
 
     _fresh(args.out)
     pair = _load_pair(args)
-    report = recalibrate(pair, _load_episodes(args, pair), CriticConfig(
-        epochs=args.epochs, lr=args.lr, head_lr=args.head_lr, normalize_returns=args.normalize_returns,
-        holdout=args.holdout, batch_size=args.batch_size, seed=args.seed,
-        target_explained_variance=args.target_explained_variance, **_memory(args, logprobs=False)))
+    report = recalibrate(pair, _load_episodes(args, pair), _critic_config(args))
+    # the record names the critic it measured; saved, it names it by its saved id (Pair.save)
     return _report(args, "critic", report, pair.save(args.out, stage="critic", metrics={"critic": report}))
 
 
 def cmd_ppo(args: argparse.Namespace) -> int:
     from .models import Pair  # the optional extra [train]
-    from .ppo import PPO, PPOConfig  # the optional extra [train]
+    from .ppo import PPO  # the optional extra [train]
 
     _fresh(args.out)
     pair = _load_pair(args)
     reference = Pair.load(args.reference).actor.to(_device(args.device)) if args.reference else None
-    trainer = PPO(pair, PPOConfig(epochs=args.epochs, batch_size=args.batch_size, actor_lr=args.actor_lr,
-                                  critic_lr=args.critic_lr, critic_head_lr=args.critic_head_lr,
-                                  kl_coef=args.kl_coef, seed=args.seed, old_logprobs=args.old_logprobs,
-                                  tis_cap=args.tis_cap,
-                                  min_explained_variance=args.min_explained_variance, **_memory(args)),
-                  reference=reference, force=args.force)
+    trainer = PPO(pair, _ppo_config(args), reference=reference, force=args.force)
     report = trainer.update(_load_episodes(args, pair))
-    critic = (pair.meta.get("metrics") or {}).get("critic")  # trained along with the actor since
-    out = pair.save(args.out, stage="ppo", metrics={"ppo": report, **({"critic": critic} if critic else {})})
+    # no calibration record is carried over: it measured the critic before this update (which trained
+    # it, with GAE), and the next PPO step asks for a recalibration of the critic as saved here
+    out = pair.save(args.out, stage="ppo", metrics={"ppo": report})
     return _report(args, "ppo", report, out)
