@@ -240,3 +240,41 @@ def test_the_shipped_recipe_config_parses_with_rpr2_at_a_fifth_of_rpr1s_rate():
     assert (config.evaluation.k, config.evaluation.temperature, config.play.max_new_tokens,
             config.play.max_input_tokens) == (3, 0.6, 8192, 96_000)
     assert all(s.self_roles and len(s.harnesses) >= 2 for s in config.stages if s.kind == "rsr")
+
+
+@pytest.mark.docker
+def test_a_ppo_run_through_a_served_generator_pushes_each_step_and_validates(tmp_path, base_image):
+    """PPORun with the vLLM path (the project's loopback server): each step's episodes are sampled
+    by the version pushed after the step before, and a resumed run pushes its saved step first."""
+    import copy
+
+    from terminal_env.models.openai_backend import OpenAIBackend
+    from terminal_env.train.loopback import LoopbackVLLM
+    from terminal_env.train.ppo import PPOConfig
+    from terminal_env.train.trainer import PlaySettings, PPORun, RunSettings, ServedGenerator
+    from terminal_env.train.weight_sync import VLLMWeightSync, pair_version
+    from terminal_env.models.hf_backend import TransformersBackend
+
+    tokenizer = make_tokenizer()
+    pair = Pair.start(make_model(tokenizer, context=4096), tokenizer)
+    pair.save(tmp_path / "start", stage="base")
+    start = pair.meta["actor"]  # versions are named after the starting checkpoint: <id>@<step>
+    tasks = write_toy_family(tmp_path / "toy", n_train=2, n_validation=1, seed=5, kind="count-letters")
+    local = TransformersBackend(copy.deepcopy(pair.actor), tokenizer, name="served")
+    server = LoopbackVLLM(local)
+    client = OpenAIBackend("loopback", base_url=server.base_url, api_key="none", token_ids=True,
+                           chat_tokenizer=HFChatTokenizer(tokenizer), backoff=0.05,
+                           weights_version=pair_version(pair.meta["actor"], 0))
+    settings = RunSettings(iterations=2, tasks_per_iteration=2, attempts=1, validate_every=2, validation_k=1,
+                           play=PlaySettings(max_turns=1, max_new_tokens=8, concurrency=2, command_timeout=10))
+    try:
+        with VLLMWeightSync(server.base_url, transport="gloo", backends=[client], timeout=120) as sync:
+            run = PPORun(tmp_path / "run", pair, PPOConfig(epochs=1, estimator="grpo"), settings,
+                         train_tasks=tasks[:2], validation_tasks=tasks[2:], generator=ServedGenerator(client, sync),
+                         force=True)
+            summary = run.run()
+            assert summary["steps"] == 2 and [v["step"] for v in summary["validation"]] == [0, 2]
+            assert client.weights_version == pair_version(start, 2)  # pushed after the last step
+            assert all(m["old_logprobs"] == "recompute" for m in summary["metrics"])  # served episodes
+    finally:
+        client.close(), server.close(), local.close()

@@ -110,6 +110,14 @@ def add_train_parser(sub: Any) -> None:
     _lora(p, critic=True)
     p.set_defaults(func=cmd_ppo)
 
+    lp = steps.add_parser("loop", help="the recipe: Base, RSR-1, RPR-1, RSR-2, RPR-2, chosen on validation, "
+                                       "scored on test (terminal_env.train.loop)")
+    lp.add_argument("--config", required=True, help="the loop's TOML config (examples/loop/*.toml)")
+    lp.add_argument("--out", required=True, help="the loop's directory (manifests, checkpoints, report.html)")
+    lp.add_argument("--resume", action="store_true", help="go on with the loop in --out after a stop or a kill")
+    lp.add_argument("--json", action="store_true", help="print the manifest as JSON at the end")
+    lp.set_defaults(func=cmd_loop)
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pair", required=True, help="the checkpoint to start from")
@@ -314,3 +322,23 @@ def cmd_ppo(args: argparse.Namespace) -> int:
     # it, with GAE), and the next PPO step asks for a recalibration of the critic as saved here
     out = pair.save(args.out, stage="ppo", metrics={"ppo": report})
     return _report(args, "ppo", report, out)
+
+
+def cmd_loop(args: argparse.Namespace) -> int:
+    from .loop import Loop, load_config  # the optional extra [train]
+
+    loop = Loop(load_config(args.config), args.out, resume=args.resume,
+                log=lambda m: print(m, file=sys.stderr, flush=True))
+    manifest = loop.run()
+    if args.json:
+        print(json.dumps(manifest, indent=1, default=str))
+        return 0
+    for stage in manifest["stages"]:
+        kept = stage["kept"]
+        test = (manifest["final"] or {}).get("scores", {}).get(stage["name"], {})
+        print(f"{stage['name']:>8}: kept {kept['candidate']} ({kept['id'][:12]}), validation {kept['validation']['mean']}"
+              f", test {test.get('mean')} [{test.get('ci_low')}, {test.get('ci_high')}]")
+    for pair in (manifest["final"] or {}).get("paired", []):
+        print(f"{pair['a']} -> {pair['b']}: {pair['mean_diff']} [{pair['ci_low']}, {pair['ci_high']}]")
+    print(f"loop: wrote {Path(args.out) / 'loop.json'} and {Path(args.out) / 'report.html'}")
+    return 0

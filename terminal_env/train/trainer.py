@@ -198,6 +198,22 @@ class LocalGenerator:
         self.backend.close()
 
 
+class ServedGenerator:
+    """The actor served by a vLLM server (:class:`~terminal_env.models.openai_backend.OpenAIBackend`
+    with ``token_ids=True``), its new weights pushed by a
+    :class:`~terminal_env.train.weight_sync.VLLMWeightSync` (which also names the version on the
+    backend's later turns). The server and the sync belong to the caller, who closes them."""
+
+    def __init__(self, backend: Any, sync: Any):
+        self.backend, self.sync = backend, sync
+
+    def push(self, pair: Pair, version: str) -> None:
+        self.sync.push(pair.actor, version)
+
+    def close(self) -> None:
+        pass
+
+
 # ---------------------------------------------------------------------------- a PPO run
 @dataclass
 class RunSettings:
