@@ -278,3 +278,31 @@ def test_a_ppo_run_through_a_served_generator_pushes_each_step_and_validates(tmp
             assert all(m["old_logprobs"] == "recompute" for m in summary["metrics"])  # served episodes
     finally:
         client.close(), server.close(), local.close()
+
+
+@pytest.mark.docker
+def test_train_ppo_runs_iterations_with_validation_and_resumes_only_when_asked(curriculum, tmp_path, base_image,
+                                                                              capsys):
+    from terminal_env.cli import main
+
+    args = ["train", "ppo", "--pair", str(curriculum / "base"), "--out", str(tmp_path / "run"),
+            "--tasks", str(curriculum / "tasks" / "train"), "--validation", str(curriculum / "tasks" / "validation"),
+            "--iterations", "2", "--validate-every", "1", "--tasks-per-iteration", "1", "--attempts", "2",
+            "--max-turns", "1", "--max-new-tokens", "8", "--concurrency", "1", "--command-timeout", "10",
+            "--validation-k", "1", "--estimator", "grpo", "--schedule", "linear", "--reward", "partial_progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ppo: 2 steps" in out and "step 0:" in out and "step 2:" in out
+    metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert metrics[0]["actor_lr"] > metrics[1]["actor_lr"]  # the linear schedule decays
+    assert {"policy_loss", "entropy", "actor_grad_norm", "response_length_mean", "seconds_rollout"} <= set(metrics[0])
+    assert (tmp_path / "run" / "steps" / "step-0002" / "trainer_state.pt").is_file()
+    assert main(args) == 2  # the run exists: going on with it needs --resume
+    assert "add --resume" in capsys.readouterr().err
+    assert main(args + ["--resume"]) == 0  # nothing left to do: it ends where it was
+    assert main(args[:8] + ["--trajectories", "x"] + args[8:]) == 2  # both sources: refused
+    assert "either --trajectories" in capsys.readouterr().err
+    assert main([a if a != str(curriculum / "tasks" / "validation") else str(curriculum / "tasks" / "test")
+                 for a in args[:-2]] + ["--out", str(tmp_path / "other")]) == 2
+    assert "not in the validation split" in capsys.readouterr().err

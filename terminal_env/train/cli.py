@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..rewards import REWARDS
+from ..tasks.load import find_tasks, load_task
 
 
 def add_train_parser(sub: Any) -> None:
@@ -69,10 +70,31 @@ def add_train_parser(sub: Any) -> None:
                         "(default: CriticConfig.target_explained_variance)")
     c.set_defaults(func=cmd_critic)
 
-    p = steps.add_parser("ppo", help="one PPO update of the actor (and, with GAE, the critic) on the actor's "
-                                     "episodes")
+    p = steps.add_parser("ppo", help="PPO on the actor (and, with GAE, the critic): one update on stored episodes "
+                                     "(--trajectories), or a run of --iterations with rollouts (--tasks)")
     _common(p)
-    _episodes(p)
+    _episodes(p, required=False)
+    run = p.add_argument_group("a run of iterations (terminal_env.train.trainer.PPORun): --out is its directory")
+    run.add_argument("--tasks", nargs="+", help="train task folders the actor plays each iteration (instead of "
+                                                 "--trajectories)")
+    run.add_argument("--validation", nargs="+", default=[], help="validation task folders (Mean@k every "
+                                                                  "--validate-every steps)")
+    run.add_argument("--iterations", type=int, default=4)
+    run.add_argument("--validate-every", type=int, default=2, help="0: never")
+    run.add_argument("--tasks-per-iteration", type=int, default=8)
+    run.add_argument("--attempts", type=int, default=2, help="episodes per task and iteration (a group for GRPO)")
+    run.add_argument("--schedule", default="constant", choices=["constant", "linear", "cosine"],
+                     help="the learning rates' schedule over the iterations")
+    run.add_argument("--warmup", type=int, default=0, help="iterations of linear learning-rate warm-up")
+    run.add_argument("--harness", default="generic")
+    run.add_argument("--max-turns", type=int, default=20)
+    run.add_argument("--max-new-tokens", type=int, default=8192)
+    run.add_argument("--temperature", type=float, default=1.0, help="the rollouts' sampling temperature")
+    run.add_argument("--concurrency", type=int, default=2, help="episodes played at a time")
+    run.add_argument("--command-timeout", type=float, default=None, help="seconds one command may run")
+    run.add_argument("--validation-k", type=int, default=3)
+    run.add_argument("--validation-temperature", type=float, default=0.6)
+    run.add_argument("--resume", action="store_true", help="go on with the run in --out after a stop or a kill")
     p.add_argument("--epochs", type=int, default=None, help="(default: PPOConfig.epochs)")
     p.add_argument("--batch-size", type=int, default=None, help="(default: PPOConfig.batch_size)")
     p.add_argument("--actor-lr", type=float, default=None, help="(default: PPOConfig.actor_lr)")
@@ -210,8 +232,8 @@ def _memory(args: argparse.Namespace, logprobs: bool = True) -> dict[str, Any]:
     return {**out, "logprob_chunk": args.logprob_chunk} if logprobs else out
 
 
-def _episodes(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trajectories", nargs="+", required=True, help="run directories or trajectory.json files")
+def _episodes(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--trajectories", nargs="+", required=required, help="run directories or trajectory.json files")
     p.add_argument("--reward", default="strict_success_first", choices=sorted(REWARDS))
     p.add_argument("--multi-segment", default="refuse", choices=["refuse", "accept", "drop"],
                    help="episodes whose prompt could not be extended (default: refuse)")
@@ -313,6 +335,11 @@ def cmd_ppo(args: argparse.Namespace) -> int:
     from .models import Pair  # the optional extra [train]
     from .ppo import PPO  # the optional extra [train]
 
+    if bool(args.tasks) == bool(args.trajectories):
+        raise ConfigError("train ppo takes either --trajectories (one update on stored episodes) or --tasks (a run "
+                          "of --iterations with rollouts), not both and not neither")
+    if args.tasks:
+        return _ppo_run(args)
     _fresh(args.out)
     pair = _load_pair(args)
     reference = Pair.load(args.reference).actor.to(_device(args.device)) if args.reference else None
@@ -322,6 +349,48 @@ def cmd_ppo(args: argparse.Namespace) -> int:
     # it, with GAE), and the next PPO step asks for a recalibration of the critic as saved here
     out = pair.save(args.out, stage="ppo", metrics={"ppo": report})
     return _report(args, "ppo", report, out)
+
+
+def _split_tasks(folders: list[str], split: str, option: str) -> list[Path]:
+    paths = find_tasks(folders)
+    if not paths:
+        raise ConfigError(f"{option}: no task directories in {', '.join(folders)}")
+    wrong = [p.name for p in paths if (load_task(p).split or "") != split]
+    if wrong:
+        raise ConfigError(f"{option}: these tasks are not in the {split} split: {', '.join(wrong[:5])}; give only "
+                          f"{split} tasks (the test split is never trained or selected on)")
+    return paths
+
+
+def _ppo_run(args: argparse.Namespace) -> int:
+    from .models import Pair  # the optional extra [train]
+    from .trainer import PlaySettings, PPORun, RunSettings  # the optional extra [train]
+
+    out = Path(args.out)
+    if (out / "run.json").is_file() and not args.resume:
+        raise ConfigError(f"{out} holds a PPO run already: add --resume to go on with it, or give another --out")
+    train = _split_tasks(args.tasks, "train", "--tasks")
+    validation = _split_tasks(args.validation, "validation", "--validation") if args.validation else []
+    pair = _load_pair(args)
+    reference = Pair.load(args.reference).actor.to(_device(args.device)) if args.reference else None
+    play = PlaySettings(harness=args.harness, max_turns=args.max_turns, temperature=args.temperature,
+                        max_new_tokens=args.max_new_tokens, reward=args.reward, concurrency=args.concurrency,
+                        command_timeout=args.command_timeout)
+    settings = RunSettings(iterations=args.iterations, tasks_per_iteration=args.tasks_per_iteration,
+                           attempts=args.attempts, validate_every=args.validate_every, schedule=args.schedule,
+                           warmup=args.warmup, seed=args.seed, play=play, validation_k=args.validation_k,
+                           validation_temperature=args.validation_temperature)
+    summary = PPORun(out, pair, _ppo_config(args), settings, train_tasks=train, validation_tasks=validation,
+                     reference=reference, force=args.force,
+                     log=lambda m: print(m, file=sys.stderr, flush=True)).run()
+    last = summary["metrics"][-1] if summary["metrics"] else {}
+    if args.json:
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        scores = ", ".join(f"step {v['step']}: {v['mean']}" for v in summary["validation"])
+        print(f"ppo: {summary['steps']} steps in {out} (last mean reward {last.get('mean_reward')}); "
+              f"validation Mean@{args.validation_k}: {scores or 'not run'}")
+    return 0
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
