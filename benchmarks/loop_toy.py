@@ -1,7 +1,8 @@
 """The recipe's five stages on one CPU: Base, RSR-1, RPR-1, RSR-2, RPR-2 with the tiny model on a
 generated curriculum, chosen on validation, scored once on test.
 
-Usage: python benchmarks/loop_toy.py [--train 24] [--validation 8] [--test 16] [--seed 0]
+Usage: python benchmarks/loop_toy.py [--train 24] [--validation 8] [--test 16] [--seed 0] [--loop-seed 0]
+                                     [--rsr-attempts 2] [--sft-epochs 2] [--sft-lr 1e-3] [--base DIR]
                                      [--warmup-tasks 48] [--warmup-epochs 16] [--warmup-min-epochs 6]
                                      [--warmup-target 0.25] [--warmup-lr 3e-3]
                                      [--hidden 64] [--layers 2] [--concurrency 4]
@@ -85,10 +86,54 @@ def oracle_records(tasks: list[Path], concurrency: int) -> list[dict[str, Any]]:
     return [t.to_chat() for t in asyncio.run(main()) if t.strict_success and not t.masked]
 
 
+def warm_up(args: argparse.Namespace, root: Path, warmup: list[Path], train: list[Path]) -> dict[str, Any]:
+    """Fine-tune the tiny model on the oracle's episodes of the warm-up tasks until it solves
+    ``--warmup-target`` of the train split at temperature 1; save it as ``root/base``."""
+    from tiny_lm import make_model, make_tokenizer
+
+    from terminal_env.models.hf_backend import HFChatTokenizer
+    from terminal_env.train.data import sft_samples
+    from terminal_env.train.models import Pair
+    from terminal_env.train.sft import SFT, SFTConfig
+    from terminal_env.train.trainer import LocalGenerator, PlaySettings, evaluate
+
+    t0 = time.perf_counter()
+    tokenizer = make_tokenizer()
+    pair = Pair.start(make_model(tokenizer, seed=args.seed, context=4096, hidden=args.hidden,
+                                 layers=args.layers), tokenizer)
+    records = oracle_records(warmup, args.concurrency)
+    samples = sft_samples(records, HFChatTokenizer(tokenizer, "actor"))
+    trainer = SFT(pair, samples, SFTConfig(lr=args.warmup_lr, batch_size=2, seed=args.seed))
+    play = PlaySettings(max_turns=MAX_TURNS, temperature=1.0, max_new_tokens=NEW_TOKENS,
+                        concurrency=args.concurrency, command_timeout=COMMAND_TIMEOUT)
+    checks = []
+    while trainer.epochs_done < args.warmup_epochs:
+        trainer.epoch()
+        if trainer.epochs_done < args.warmup_min_epochs or (trainer.epochs_done - args.warmup_min_epochs) % 2:
+            continue
+        # stop once the model solves part of the train split by itself (rollout temperature)
+        generator = LocalGenerator(pair, f"warmup-{trainer.epochs_done}", max_batch=args.concurrency)
+        try:
+            rate = evaluate(generator.backend, train, play, k=1, temperature=1.0, seed=123_000)["mean"]
+        finally:
+            generator.close()
+        checks.append({"epoch": trainer.epochs_done, "train_strict_success": rate})
+        log(f"warm-up epoch {trainer.epochs_done}: loss {trainer.losses[-1]:.3f}, train strict success {rate}")
+        if rate >= args.warmup_target:
+            break
+    report = trainer.report()
+    pair.save(root / "base", stage="base", metrics={"warmup": {**report, "tasks": args.warmup_tasks}})
+    out = {"tasks": args.warmup_tasks, "verified_oracle_episodes": len(records), "epochs": trainer.epochs_done,
+           "loss": [round(x, 4) for x in report["loss"]], "target": args.warmup_target, "checks": checks,
+           "seconds": round(time.perf_counter() - t0, 1)}
+    log(f"warm-up: {len(records)} oracle records, loss {out['loss']} ({out['seconds']} s)")
+    return out
+
+
 def loop_toml(args: argparse.Namespace) -> str:
     return f"""# the toy loop of benchmarks/loop_toy.py (written by it)
-name = "loop-toy-seed-{args.seed}"
-seed = {args.seed}
+name = "loop-toy-seed-{args.seed}-loop-{args.loop_seed}"
+seed = {args.loop_seed}
 start = "base"
 select_on = "validation"
 
@@ -118,7 +163,7 @@ temperature = 0.6
 kind = "rsr"
 name = "rsr-1"
 harnesses = ["generic", "tool-calling"]
-attempts = 2
+attempts = {args.rsr_attempts}
 self = false
 sft = {{ epochs = {args.sft_epochs}, lr = {args.sft_lr}, batch_size = 2 }}
 
@@ -132,7 +177,7 @@ ppo = {{ iterations = {args.ppo_iterations}, tasks_per_iteration = 8, attempts =
 kind = "rsr"
 name = "rsr-2"
 harnesses = ["generic", "tool-calling"]
-attempts = 2
+attempts = {args.rsr_attempts}
 self = false
 sft = {{ epochs = {args.sft_epochs}, lr = {args.sft_lr}, batch_size = 2 }}
 
@@ -158,6 +203,8 @@ def main() -> int:
     ap.add_argument("--warmup-target", type=float, default=0.25,
                     help="stop the warm-up once the model solves this share of the train tasks at temperature 1")
     ap.add_argument("--warmup-lr", type=float, default=3e-3)
+    ap.add_argument("--loop-seed", type=int, default=0, help="the loop's seed (rollouts, SFT order, PPO)")
+    ap.add_argument("--rsr-attempts", type=int, default=2, help="attempts per train task and harness in RSR")
     ap.add_argument("--sft-epochs", type=int, default=2)
     ap.add_argument("--sft-lr", type=float, default=1e-3)
     ap.add_argument("--ppo-iterations", type=int, default=4)
@@ -165,6 +212,8 @@ def main() -> int:
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--base", type=Path, help="skip the warm-up: start from this checkpoint (DIR/base of an earlier "
+                                               "--keep run with the same --seed and split sizes)")
     ap.add_argument("--keep", type=Path, help="keep the run's directory here (default: a temporary one, removed)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -174,14 +223,9 @@ def main() -> int:
         ap.error(f"--warmup-tasks must be at least 1, not {args.warmup_tasks}")
 
     import torch  # the optional extra [train]
-    from tiny_lm import make_model, make_tokenizer
 
-    from terminal_env.models.hf_backend import HFChatTokenizer
-    from terminal_env.train.data import sft_samples
     from terminal_env.train.loop import Loop, load_config
     from terminal_env.train.models import Pair
-    from terminal_env.train.sft import SFT, SFTConfig
-    from terminal_env.train.trainer import LocalGenerator, PlaySettings, evaluate
 
     t_all = time.perf_counter()
     root = args.keep or Path(tempfile.mkdtemp(prefix="terminal-env-loop-toy-"))
@@ -201,37 +245,12 @@ def main() -> int:
 
         # -- warm-up: pre-training outside the loop -------------------------------------------
         t0 = time.perf_counter()
-        tokenizer = make_tokenizer()
-        pair = Pair.start(make_model(tokenizer, seed=args.seed, context=4096, hidden=args.hidden,
-                                     layers=args.layers), tokenizer)
-        records = oracle_records(warmup, args.concurrency)
-        samples = sft_samples(records, HFChatTokenizer(tokenizer, "actor"))
-        trainer = SFT(pair, samples, SFTConfig(lr=args.warmup_lr, batch_size=2, seed=args.seed))
-        play = PlaySettings(max_turns=MAX_TURNS, temperature=1.0, max_new_tokens=NEW_TOKENS,
-                            concurrency=args.concurrency, command_timeout=COMMAND_TIMEOUT)
-        checks = []
-        while trainer.epochs_done < args.warmup_epochs:
-            trainer.epoch()
-            if trainer.epochs_done < args.warmup_min_epochs or (trainer.epochs_done - args.warmup_min_epochs) % 2:
-                continue
-            # stop once the model solves part of the train split by itself (rollout temperature)
-            generator = LocalGenerator(pair, f"warmup-{trainer.epochs_done}", max_batch=args.concurrency)
-            try:
-                rate = evaluate(generator.backend, train, play, k=1, temperature=1.0, seed=123_000)["mean"]
-            finally:
-                generator.close()
-            checks.append({"epoch": trainer.epochs_done, "train_strict_success": rate})
-            log(f"warm-up epoch {trainer.epochs_done}: loss {trainer.losses[-1]:.3f}, train strict success {rate}")
-            if rate >= args.warmup_target:
-                break
-        report = trainer.report()
-        pair.save(root / "base", stage="base", metrics={"warmup": {**report, "tasks": args.warmup_tasks}})
-        result["warmup"] = {"tasks": args.warmup_tasks, "verified_oracle_episodes": len(records),
-                            "epochs": trainer.epochs_done, "loss": [round(x, 4) for x in report["loss"]],
-                            "target": args.warmup_target, "checks": checks,
-                            "seconds": round(time.perf_counter() - t0, 1)}
-        log(f"warm-up: {len(records)} oracle records, loss {result['warmup']['loss']} "
-            f"({result['warmup']['seconds']} s)")
+        if args.base is not None:  # a warmed-up Base of an earlier run (its --keep DIR/base), same family
+            shutil.copytree(args.base, root / "base")
+            result["warmup"] = {"from": str(args.base), **Pair.load(root / "base").meta["metrics"].get("warmup", {})}
+            log(f"warm-up: reused {args.base}")
+        else:
+            result["warmup"] = warm_up(args, root, warmup, train)
 
         # -- the loop ----------------------------------------------------------------------------
         (root / "loop.toml").write_text(loop_toml(args))
