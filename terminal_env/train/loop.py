@@ -430,18 +430,18 @@ class Loop:
 
     # -- the final evaluation
     def _final(self, stages: list[dict[str, Any]]) -> dict[str, Any]:
-        """Each stage's kept checkpoint on the test split, once (a checkpoint kept by two stages
-        is played once), then the summary with intervals."""
+        """Each stage's kept checkpoint on the test split, once (an actor kept by two stages is
+        played once: the critic takes no part in playing), then the summary with intervals."""
         c = self.config
         final_dir = self.out / "final"
         final_dir.mkdir(exist_ok=True)
         per_stage: dict[str, dict[str, dict[str, float]]] = {}
         for record in stages:
             path = self._kept_path(record)
-            cache = final_dir / f"{record['kept']['id']}.json"
+            meta = json.loads((path / "pair.json").read_text())
+            cache = final_dir / f"{meta['actor']}.json"
             if not cache.is_file():
                 t0 = time.perf_counter()
-                meta = json.loads((path / "pair.json").read_text())
                 result = self._score(path, self.splits["test"], c.evaluation, meta["actor"])
                 write_atomic(cache, json.dumps(result, indent=1, sort_keys=True))
                 self._time(f"test-{record['name']}", time.perf_counter() - t0)
