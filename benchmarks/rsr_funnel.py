@@ -63,11 +63,11 @@ the dataset card, and the wall time of every phase, for two runs:
    leak checks say of each (:func:`reviewer_probe`).
 
 The leak checks reject a short answer that the tests compare when a playbook writes it as a
-literal (``terminal_env/rsr/review.py``), and a count-letters answer is such a value: the
-number of letters is in no public text, only in the tests. So every count-letters playbook,
-the task's own reference solution included, is rejected as ``leaked-value`` before a model
-reviewer is asked, nothing is re-run and the dataset is empty; the probes measure the reviewer
-and the executor anyway.
+literal (``terminal_env/rsr/review.py``). Until 2026-12-03 a count-letters answer was such a
+value (the tests held the count), so every count-letters playbook, the task's own reference
+solution included, was rejected as ``leaked-value`` (the runs of ``benchmarks/README.md``). The
+family's tests now count the instruction's word themselves (``EXPECTED = len('QZXJ')``): they
+hold no answer the instruction does not give, and a correct playbook passes the checks.
 
 RSR gives the episodes no command time limit of their own (``RSRConfig`` has no environment
 settings, and ``RSRRun`` hands ``RolloutPool`` no ``env_config``), so RSR's episodes keep the
