@@ -131,6 +131,23 @@ def warm_up(args: argparse.Namespace, root: Path, warmup: list[Path], train: lis
 
 
 def loop_toml(args: argparse.Namespace) -> str:
+    rsr = f"""harnesses = ["generic", "tool-calling"]
+attempts = {args.rsr_attempts}
+self = false
+sft = {{ epochs = {args.sft_epochs}, lr = {args.sft_lr}, batch_size = 2 }}
+"""
+    critic = ("critic = { attempts = 2, epochs = 8, lr = 1e-3, normalize_returns = true, holdout = 0.33, "
+              "target_explained_variance = 0.9, batch_size = 4 }")
+
+    def ppo(lr: float) -> str:
+        return (f"ppo = {{ iterations = {args.ppo_iterations}, tasks_per_iteration = 8, attempts = 2, validate_every = 2, "
+                f"epochs = 2, batch_size = 4, actor_lr = {lr}, critic_lr = 1e-3, kl_coef = 0.1, "
+                f"min_explained_variance = 0.05, fallback_estimator = \"grpo\" }}")
+
+    # RPR-2's actor learning rate is a fifth of RPR-1's, as in the recipe
+    stages = "\n".join(f'[[stages]]\nkind = "{kind}"\nname = "{name}"\n' + (rsr if kind == "rsr" else f"{critic}\n{ppo(lr)}\n")
+                       for kind, name, lr in (("rsr", "rsr-1", 0), ("rpr", "rpr-1", args.ppo_lr), ("rsr", "rsr-2", 0),
+                                              ("rpr", "rpr-2", args.ppo_lr / 5)))
     return f"""# the toy loop of benchmarks/loop_toy.py (written by it)
 name = "loop-toy-seed-{args.seed}-loop-{args.loop_seed}"
 seed = {args.loop_seed}
@@ -159,34 +176,7 @@ temperature = 0.6
 k = 3
 temperature = 0.6
 
-[[stages]]
-kind = "rsr"
-name = "rsr-1"
-harnesses = ["generic", "tool-calling"]
-attempts = {args.rsr_attempts}
-self = false
-sft = {{ epochs = {args.sft_epochs}, lr = {args.sft_lr}, batch_size = 2 }}
-
-[[stages]]
-kind = "rpr"
-name = "rpr-1"
-critic = {{ attempts = 2, epochs = 8, lr = 1e-3, normalize_returns = true, holdout = 0.33, target_explained_variance = 0.9, batch_size = 4 }}
-ppo = {{ iterations = {args.ppo_iterations}, tasks_per_iteration = 8, attempts = 2, validate_every = 2, epochs = 2, batch_size = 4, actor_lr = {args.ppo_lr}, critic_lr = 1e-3, kl_coef = 0.1, min_explained_variance = 0.05, fallback_estimator = "grpo" }}
-
-[[stages]]
-kind = "rsr"
-name = "rsr-2"
-harnesses = ["generic", "tool-calling"]
-attempts = {args.rsr_attempts}
-self = false
-sft = {{ epochs = {args.sft_epochs}, lr = {args.sft_lr}, batch_size = 2 }}
-
-[[stages]]
-kind = "rpr"
-name = "rpr-2"
-critic = {{ attempts = 2, epochs = 8, lr = 1e-3, normalize_returns = true, holdout = 0.33, target_explained_variance = 0.9, batch_size = 4 }}
-ppo = {{ iterations = {args.ppo_iterations}, tasks_per_iteration = 8, attempts = 2, validate_every = 2, epochs = 2, batch_size = 4, actor_lr = {args.ppo_lr / 5}, critic_lr = 1e-3, kl_coef = 0.1, min_explained_variance = 0.05, fallback_estimator = "grpo" }}
-"""
+{stages}"""
 
 
 def main() -> int:

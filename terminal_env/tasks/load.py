@@ -122,6 +122,22 @@ def load_task(path: str | Path, *, strict: bool = False) -> Task:
     return task
 
 
+def split_tasks(folders: Iterable[str | Path], split: str, where: str) -> list[Path]:
+    """The task directories under ``folders``, every one of which must be in ``split`` by its
+    task.toml (a trainer's train tasks, a loop's validation tasks...); ``where`` names the setting
+    in the error (``--tasks``, ``tasks.validation``)."""
+    folders = [str(f) for f in folders]
+    paths = find_tasks(folders)
+    if not paths:
+        raise ConfigError(f"{where}: no task directories in {', '.join(folders)}")
+    wrong = [p.name for p in paths if (load_task(p).split or "") != split]
+    if wrong:
+        raise ConfigError(f"{where}: these tasks are not in the {split} split by their task.toml: "
+                          f"{', '.join(wrong[:5])}{' ...' if len(wrong) > 5 else ''}; give only {split} tasks "
+                          f"(the test split is never trained or selected on)")
+    return paths
+
+
 def validate(paths: Iterable[str | Path], strict: bool = False) -> list[Problem]:
     """Every problem of every task under ``paths``; with ``strict`` warnings become errors."""
     problems: list[Problem] = []

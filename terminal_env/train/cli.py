@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..rewards import REWARDS
-from ..tasks.load import find_tasks, load_task
+from ..tasks.load import split_tasks
 
 
 def add_train_parser(sub: Any) -> None:
@@ -351,17 +351,6 @@ def cmd_ppo(args: argparse.Namespace) -> int:
     return _report(args, "ppo", report, out)
 
 
-def _split_tasks(folders: list[str], split: str, option: str) -> list[Path]:
-    paths = find_tasks(folders)
-    if not paths:
-        raise ConfigError(f"{option}: no task directories in {', '.join(folders)}")
-    wrong = [p.name for p in paths if (load_task(p).split or "") != split]
-    if wrong:
-        raise ConfigError(f"{option}: these tasks are not in the {split} split: {', '.join(wrong[:5])}; give only "
-                          f"{split} tasks (the test split is never trained or selected on)")
-    return paths
-
-
 def _ppo_run(args: argparse.Namespace) -> int:
     from .models import Pair  # the optional extra [train]
     from .trainer import PlaySettings, PPORun, RunSettings  # the optional extra [train]
@@ -369,8 +358,8 @@ def _ppo_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if (out / "run.json").is_file() and not args.resume:
         raise ConfigError(f"{out} holds a PPO run already: add --resume to go on with it, or give another --out")
-    train = _split_tasks(args.tasks, "train", "--tasks")
-    validation = _split_tasks(args.validation, "validation", "--validation") if args.validation else []
+    train = split_tasks(args.tasks, "train", "--tasks")
+    validation = split_tasks(args.validation, "validation", "--validation") if args.validation else []
     pair = _load_pair(args)
     reference = Pair.load(args.reference).actor.to(_device(args.device)) if args.reference else None
     play = PlaySettings(harness=args.harness, max_turns=args.max_turns, temperature=args.temperature,

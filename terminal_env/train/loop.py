@@ -68,7 +68,7 @@ from ..report.loop import write_loop_report
 from ..rsr.config import Role, RSRConfig
 from ..rsr.dataset import read_records
 from ..rsr.pipeline import RSRRun
-from ..tasks.load import find_tasks, load_task
+from ..tasks.load import split_tasks
 from ..trajectory import Trajectory
 from .critic import CriticConfig, recalibrate
 from .data import episodes as to_episodes, sft_samples
@@ -150,15 +150,7 @@ class Loop:
                                  concurrency=config.play.concurrency, command_timeout=config.play.command_timeout)
 
     def _split(self, name: str) -> list[Path]:
-        folders = getattr(self.config.tasks, name)
-        paths = find_tasks([str(self.config.path(f)) for f in folders])
-        if not paths:
-            raise ConfigError(f"tasks.{name}: no task directories in {folders}")
-        wrong = [p.name for p in paths if (load_task(p).split or "") != name]
-        if wrong:
-            raise ConfigError(f"tasks.{name}: these tasks are not in the {name} split by their task.toml: "
-                              f"{', '.join(wrong[:5])}{' ...' if len(wrong) > 5 else ''}; list only {name} tasks")
-        return paths
+        return split_tasks([self.config.path(f) for f in getattr(self.config.tasks, name)], name, f"tasks.{name}")
 
     def rel(self, path: Path | str) -> str:
         try:
