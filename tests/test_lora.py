@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
-from tiny_lm import make_model, make_tokenizer, rescore  # noqa: E402
+from tiny_lm import make_model, make_tokenizer, pair, rescore, state, tokenizer  # noqa: E402,F401 (fixtures)
 
 from terminal_env.errors import ConfigError  # noqa: E402
 from terminal_env.models.base import SamplingParams  # noqa: E402
@@ -26,20 +26,6 @@ from terminal_env.train.ppo import PPO, PPOConfig  # noqa: E402
 from terminal_env.train.sft import SFTConfig, sft  # noqa: E402
 
 RANK = 4
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return make_tokenizer()
-
-
-@pytest.fixture
-def pair(tokenizer):
-    return Pair.start(make_model(tokenizer, context=1024), tokenizer)
-
-
-def state(module) -> dict:
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def episodes(pair: Pair, n: int = 8) -> list[Episode]:

@@ -16,7 +16,7 @@ pytest.importorskip("safetensors")
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from tiny_lm import make_model, make_tokenizer, rescore  # noqa: E402
+from tiny_lm import make_model, make_tokenizer, pair, rescore, state, tokenizer  # noqa: E402,F401 (fixtures)
 
 from terminal_env.errors import ConfigError  # noqa: E402
 from terminal_env.models.base import SamplingParams  # noqa: E402
@@ -30,20 +30,6 @@ from terminal_env.train.ppo import PPO, PPOConfig, check_calibration  # noqa: E4
 from terminal_env.train.sft import SFTConfig, sft  # noqa: E402
 from terminal_env.trajectory import ModelRef, TaskRef, Trajectory  # noqa: E402
 from terminal_env.verify import VerifierResult  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return make_tokenizer()
-
-
-@pytest.fixture
-def pair(tokenizer):
-    return Pair.start(make_model(tokenizer, context=1024), tokenizer)
-
-
-def state(module) -> dict:
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def unchanged(module, before: dict) -> bool:

@@ -3,6 +3,7 @@ backend and of token-exact rollouts. Import it after ``pytest.importorskip("tran
 
 from __future__ import annotations
 
+import pytest
 import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -53,3 +54,22 @@ def rescore(model, ids: list[int], temperature: float = 1.0) -> torch.Tensor:
         logits = model(torch.tensor([ids])).logits[0].float()
     logp = (logits / temperature).log_softmax(-1)
     return logp[:-1].gather(1, torch.tensor(ids[1:])[:, None])[:, 0]
+
+
+def state(module) -> dict:
+    """A copy of ``module``'s weights (to compare with after training)."""
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """The tiny tokenizer, as a fixture (test modules import it with the model helpers)."""
+    return make_tokenizer()
+
+
+@pytest.fixture
+def pair(tokenizer):
+    """A fresh actor/critic pair of the tiny model (1,024-token context)."""
+    from terminal_env.train.models import Pair
+
+    return Pair.start(make_model(tokenizer, context=1024), tokenizer)
