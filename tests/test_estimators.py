@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tiny_lm import make_model, make_tokenizer  # noqa: E402
+from tiny_lm import make_model, make_tokenizer, pair, state, tokenizer  # noqa: E402,F401 (fixtures)
 
 from terminal_env.errors import ConfigError  # noqa: E402
 from terminal_env.train import estimators, ppo as ppo_module  # noqa: E402
@@ -104,20 +104,6 @@ def test_seq_mean_token_sum_norm_by_hand():
 
 
 # -- PPO with them, on the tiny model ----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return make_tokenizer()
-
-
-@pytest.fixture
-def pair(tokenizer):
-    return Pair.start(make_model(tokenizer, context=1024), tokenizer)
-
-
-def state(module) -> dict:
-    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def unchanged(module, before: dict) -> bool:
