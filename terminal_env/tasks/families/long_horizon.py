@@ -1,0 +1,7 @@
+"""Generated task families of the long-horizon category (see :mod:`.base` for what a family is)."""
+
+from __future__ import annotations
+
+from .base import Family
+
+FAMILIES: list[Family] = []
