@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..models.base import SamplingParams
 from ..tasks import load_task
 from ..tasks.load import find_tasks, is_task_dir
+from ..tasks.generate import ensure_default_pool
 from ..tasks.pool import SPLITS, load_pool, pool_dir
 
 #: fields that may differ when a run is resumed (they do not change what a trial means)
@@ -24,7 +25,8 @@ class RunConfig(BaseModel):
 
     tasks: list[str] = Field(
         description="Task directories, folders of tasks, names of bundled tasks, or "
-        "'pool' / 'pool:train' / 'pool:validation' / 'pool:test'."
+        "'pool' / 'pool:train' / 'pool:validation' / 'pool:test', or the generated pool: "
+        "'pool:generated' / 'pool:generated:train' (and so on)."
     )
     dataset: str | None = Field(
         None, description="NAME@VERSION of a registry dataset whose tasks these are (--dataset)."
@@ -94,8 +96,16 @@ def resolve_tasks(specs: list[str], *, allow_test: bool = False) -> list[Any]:
     found: dict[str, Any] = {}
     for spec in specs:
         if spec == "pool" or spec.startswith("pool:"):
-            splits = spec.split(":", 1)[1].split(",") if ":" in spec else ["train", "validation"]
-            for t in load_pool(splits=splits, allow_test=allow_test):
+            parts = spec.split(":")
+            root = None
+            if len(parts) > 1 and parts[1] == "generated":  # pool:generated[:splits]
+                root = ensure_default_pool()
+                parts = parts[1:]
+            if len(parts) > 2:
+                raise ConfigError(f"--tasks {spec!r}: use pool[:SPLITS] or pool:generated[:SPLITS], "
+                                  "SPLITS being train, validation and test, comma-separated")
+            splits = parts[1].split(",") if len(parts) > 1 else ["train", "validation"]
+            for t in load_pool(root, splits=splits, allow_test=allow_test):
                 found.setdefault(t.name, t)
             continue
         path = Path(spec)

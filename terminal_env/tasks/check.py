@@ -405,3 +405,15 @@ def sample_paths(paths: list[Path], n: int | None, seed: int = 0) -> list[Path]:
     if n is None or n >= len(paths):
         return paths
     return sorted(random.Random(seed).sample(paths, n), key=lambda p: p.name)
+
+
+def sample_per_group(paths: list[Path], group_of: Callable[[Path], str], n: int,
+                     seed: int = 0) -> list[Path]:
+    """A fixed sample of ``n`` tasks from every group (a task family): :func:`sample_paths` in each."""
+    groups: dict[str, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(group_of(p), []).append(p)
+    out: list[Path] = []
+    for name in sorted(groups):
+        out += sample_paths(groups[name], n, seed)
+    return sorted(out, key=lambda p: p.name)

@@ -23,8 +23,10 @@ from ..errors import ConfigError, InfraError
 from ..sandbox.engine import get_client, require_runtimes
 from ..sandbox.images import image_exists
 from .build import BuildSettings, build_image, image_tag, parse_base_map
-from .check import PROBES, check_task, sample_paths
+from .check import PROBES, check_task, sample_paths, sample_per_group
 from .compose import prepare_services
+from .families import FAMILIES
+from .generate import DEFAULT_N, DEFAULT_SEED, generate, select
 from .load import find_tasks, load_task, read_task, validate
 from .pool import similarity_background
 from .scaffold import new_task
@@ -142,6 +144,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = find_tasks(args.paths)
     if args.split:  # before sampling, so that --sample N gives N tasks of those splits
         paths = [p for p in paths if _split_of(p) in args.split]
+    if args.per_family is not None:
+        if args.per_family < 1:
+            raise ConfigError(f"--per-family {args.per_family}: check at least one task per family")
+        paths = sample_per_group(paths, _family_of, args.per_family, args.seed)
     paths = sample_paths(paths, args.sample, args.seed)
     if not paths:
         raise ConfigError(f"no task directories under {' '.join(args.paths)}")
@@ -217,6 +223,49 @@ def cmd_similar(args: argparse.Namespace) -> int:
     return 1 if over else 0
 
 
+def _family_of(path: Any) -> str:
+    try:
+        task = load_task(path)
+    except ConfigError:
+        return Path(path).name
+    return str(task.metadata.get("family") or task.name)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write generated task families (:mod:`.generate`) and say what was written."""
+    families = select(args.families)
+    t0 = time.monotonic()
+    written = generate(families, args.out, n=args.n, seed=args.seed)
+    by_split: dict[str, int] = {}
+    by_difficulty: dict[str, int] = {}
+    for w in written:
+        by_split[w.split] = by_split.get(w.split, 0) + 1
+        by_difficulty[w.difficulty] = by_difficulty.get(w.difficulty, 0) + 1
+    console.print(f"wrote {len(written)} task(s) of {len(families)} family(ies) to {args.out} in "
+                  f"{time.monotonic() - t0:.1f} s; splits: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(by_split.items()))
+                  + "; difficulty: " + ", ".join(f"{k} {v}" for k, v in sorted(by_difficulty.items())))
+    console.print(f"next: terminal-env tasks check {args.out} --per-family 1   (the quality gate on "
+                  "one instance of each family)")
+    return 0
+
+
+def cmd_families(args: argparse.Namespace) -> int:
+    """The registered families: name, category, split, summary."""
+    rows = [(f.name, f.category, f.split, f.summary) for f in FAMILIES.values()]
+    if args.json:
+        print(json.dumps([dict(zip(("name", "category", "split", "summary"), r)) for r in rows],
+                         indent=2))
+        return 0
+    table = Table(title=f"{len(rows)} task families (terminal-env tasks generate NAME|all)")
+    for col in ("family", "category", "split", "summary"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(*(Text(c) for c in r))
+    console.print(table)
+    return 0
+
+
 def _split_of(path: Any) -> str | None:
     try:
         return load_task(path).split
@@ -262,6 +311,8 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="task dirs or dirs of task dirs (default: the bundled pool, ./tasks)")
     c.add_argument("--sample", type=int, default=None, metavar="N",
                    help="check a fixed sample of N tasks (same N and seed, same tasks)")
+    c.add_argument("--per-family", type=int, default=None, metavar="N",
+                   help="check a fixed sample of N tasks of every family (metadata.family)")
     c.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     c.add_argument("--split", action="append", choices=["train", "validation", "test"],
                    help="only tasks of this split (repeatable)")
@@ -275,6 +326,21 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "on shrunken inputs; constant: knowledge-free answers; instance: a second "
                         "build without cache")
     c.set_defaults(func=cmd_check)
+
+    g = sub.add_parser("generate", help="write generated task families as task directories "
+                       "(deterministic: the same arguments, the same bytes)")
+    g.add_argument("families", nargs="+", metavar="FAMILY",
+                   help="family names, or 'all' (`terminal-env tasks families` lists them)")
+    g.add_argument("--n", type=int, default=DEFAULT_N,
+                   help=f"instances per family (default {DEFAULT_N})")
+    g.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
+    g.add_argument("--out", required=True, metavar="DIR",
+                   help="where to write: DIR/<family>/<family>-s<seed>-<index>/")
+    g.set_defaults(func=cmd_generate)
+
+    f = sub.add_parser("families", help="list the generated task families")
+    f.add_argument("--json", action="store_true", help="print JSON")
+    f.set_defaults(func=cmd_families)
 
     m = sub.add_parser("similar", help="cross-split similarity report (one theme must live in one split)")
     m.add_argument("paths", nargs="*", default=["tasks"], metavar="PATH",

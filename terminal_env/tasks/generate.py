@@ -20,6 +20,8 @@ the way is refused, never deleted.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -54,6 +56,16 @@ class Written:
     split: str
     difficulty: str
     variant: str
+
+
+def code_digest() -> str:
+    """A digest of the families' code (every module of the package and this writer): a cached
+    pool written by other code is stale."""
+    package = Path(__file__).parent / "families"
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def select(names: Iterable[str]) -> list[Family]:
@@ -194,6 +206,7 @@ def generate(families: Iterable[Family], out: str | Path, *, n: int = DEFAULT_N,
                                    inst.variant))
     manifest = {
         "generator_version": GENERATOR_VERSION,
+        "code": code_digest(),
         "seed": seed,
         "n": n,
         "families": {f.name: {"category": f.category, "split": f.split,
@@ -215,16 +228,23 @@ def default_dir(seed: int = DEFAULT_SEED, n: int = DEFAULT_N) -> Path:
 
 
 def ensure_default_pool() -> Path:
-    """The default generated pool's directory, written first if it is not there (or is stale)."""
+    """The default generated pool's directory, written first if it is not there or was written by
+    other code (one process at a time: a lock next to it)."""
     path = default_dir()
-    manifest = path / "generated.json"
-    expected = sorted(FAMILIES)
-    if manifest.is_file():
-        try:
-            data = json.loads(manifest.read_text())
-            if sorted(data.get("families", {})) == expected and data.get("n") == DEFAULT_N:
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        manifest = path / "generated.json"
+        if manifest.is_file():
+            try:
+                data = json.loads(manifest.read_text())
+            except (OSError, ValueError):
+                data = {}
+            if (sorted(data.get("families", {})) == sorted(FAMILIES) and data.get("n") == DEFAULT_N
+                    and data.get("code") == code_digest()):
                 return path
-        except (OSError, ValueError):
-            pass
-    generate(FAMILIES.values(), path, n=DEFAULT_N, seed=DEFAULT_SEED)
+        for child in path.iterdir():  # families no longer registered
+            if child.is_dir() and (child / MARKER).is_file() and child.name not in FAMILIES:
+                _clear(child)
+        generate(FAMILIES.values(), path, n=DEFAULT_N, seed=DEFAULT_SEED)
     return path

@@ -68,7 +68,9 @@ from ..report.loop import write_loop_report
 from ..rsr.config import Role, RSRConfig
 from ..rsr.dataset import read_records
 from ..rsr.pipeline import RSRRun
+from ..tasks.generate import ensure_default_pool
 from ..tasks.load import split_tasks
+from ..tasks.pool import load_pool, pool_dir
 from ..trajectory import Trajectory
 from .critic import CriticConfig, recalibrate
 from .data import episodes as to_episodes, sft_samples
@@ -150,7 +152,14 @@ class Loop:
                                  concurrency=config.play.concurrency, command_timeout=config.play.command_timeout)
 
     def _split(self, name: str) -> list[Path]:
-        return split_tasks([self.config.path(f) for f in getattr(self.config.tasks, name)], name, f"tasks.{name}")
+        """Folders of tasks, or ``pool`` / ``pool:generated`` (that pool's tasks of this split)."""
+        entries, pools = getattr(self.config.tasks, name), {"pool": pool_dir, "pool:generated": ensure_default_pool}
+        pooled = [Path(t.path) for e in entries if e in pools for t in load_pool(pools[e](), splits=[name], allow_test=True)]
+        folders = [self.config.path(e) for e in entries if e not in pools]
+        found = list(dict.fromkeys((split_tasks(folders, name, f"tasks.{name}") if folders else []) + pooled))
+        if not found:
+            raise ConfigError(f"tasks.{name}: {', '.join(entries)} hold no {name} tasks")
+        return found
 
     def rel(self, path: Path | str) -> str:
         try:

@@ -34,7 +34,8 @@ class _Strict(BaseModel):
 
 
 class Tasks(_Strict):
-    """Task folders of each split (every task's ``split`` in its task.toml must agree)."""
+    """Task folders of each split (every task's ``split`` in its task.toml must agree), or
+    ``pool`` / ``pool:generated``: the bundled or the generated pool's tasks of that split."""
 
     train: list[str]
     validation: list[str]

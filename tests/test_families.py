@@ -1,0 +1,194 @@
+"""Generated task families (terminal_env/tasks/families/): each family, on its own.
+
+Without Docker: the same arguments write the same bytes; instances differ in substance (several
+variants, different instructions and tests, not only other numbers); every instance is a valid
+task of its family's split; validation and test families make real hard tasks; no family's theme
+crosses splits, within the generated pool or against the bundled one. With Docker, one instance
+of every family through the gate: its oracle passes, nop fails, the tests are out of the agent's
+reach; ``pytest -m slow`` adds the rewrite, constant and instance probes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from terminal_env.errors import ConfigError
+from terminal_env.runner.config import resolve_tasks
+from terminal_env.tasks import load_task, validate
+from terminal_env.tasks.check import check_task
+from terminal_env.tasks.families import CATEGORIES, FAMILIES
+from terminal_env.tasks.generate import (MARKER, code_digest, ensure_default_pool, generate,
+                                         instance_name, select)
+from terminal_env.tasks.load import find_tasks
+from terminal_env.tasks.pool import load_pool, pool_dir
+from terminal_env.tasks.similarity import THRESHOLD, similar_pairs
+from terminal_env.train.loop import Loop
+from terminal_env.train.loop_config import parse_config
+
+NAMES = sorted(FAMILIES)
+N_SUBSTANCE = 12  # instances looked at for variety
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_same_arguments_write_the_same_bytes(name, tmp_path):
+    family = FAMILIES[name]
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    generate([family], a, n=3, seed=5)
+    generate([family], b, n=3, seed=5)
+    generate([family], c, n=3, seed=6)
+    assert tree(a) == tree(b)
+    assert tree(a) != tree(c)
+    assert sorted(p.name for p in (a / name).iterdir() if p.is_dir()) == [
+        instance_name(family, 5, i) for i in range(3)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_instances_differ_in_substance(name):
+    family = FAMILIES[name]
+    instances = [family.instance(0, i) for i in range(N_SUBSTANCE)]
+    variants = Counter(inst.variant for inst in instances)
+    assert len(variants) >= 3, f"{name}: {N_SUBSTANCE} instances show only the variants {dict(variants)}"
+    # not only other numbers: with every digit masked, instructions and tests still differ
+    masked = {re.sub(r"\d+", "#", inst.instruction + inst.tests) for inst in instances}
+    assert len(masked) >= 3, f"{name}: instructions and tests differ only in numbers"
+    # different seeds, different instances of the same index
+    assert family.instance(0, 0).instruction != family.instance(1, 0).instruction or \
+        family.instance(0, 0).files != family.instance(1, 0).files
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_instance_is_a_valid_task_of_its_split(name, tmp_path):
+    family = FAMILIES[name]
+    assert family.category in CATEGORIES
+    written = generate([family], tmp_path, n=4, seed=0)
+    errors = [p for p in validate([tmp_path / name]) if p.severity == "error"]
+    assert errors == [], errors
+    for w in written:
+        task = load_task(w.path)
+        assert task.split == family.split and task.category == family.category
+        assert task.metadata["family"] == name and task.metadata["variant"] == w.variant
+        assert len(task.check_weights) >= 3 or (w.path / "tests" / "test_outputs.py").read_text().count(
+            "def test_") >= 3, f"{w.name}: fewer than 3 checks"
+        # the instruction never carries the tests' data files
+        for data in (w.path / "tests").iterdir():
+            if data.name not in ("test.sh", "te_checks.py", "test_outputs.py") and data.stat().st_size > 64:
+                assert data.read_text(errors="replace")[:64] not in task.instruction
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if FAMILIES[n].split != "train"])
+def test_held_out_families_make_real_hard_tasks(name):
+    family = FAMILIES[name]
+    mix = Counter(family.instance(0, i).difficulty for i in range(60))
+    assert mix["hard"] >= 15, f"{name} ({family.split}): only {mix['hard']} hard of 60: {dict(mix)}"
+
+
+def test_the_registry_and_the_writer_refuse_bad_input(tmp_path):
+    with pytest.raises(ConfigError, match="unknown task family 'nope'"):
+        select(["nope"])
+    with pytest.raises(ConfigError, match="at least one instance"):
+        generate(select([NAMES[0]]), tmp_path, n=0)
+    (tmp_path / NAMES[0]).mkdir()
+    (tmp_path / NAMES[0] / "mine.txt").write_text("not generated")
+    with pytest.raises(ConfigError, match="not a generated family"):
+        generate(select([NAMES[0]]), tmp_path, n=1)
+    assert (tmp_path / NAMES[0] / "mine.txt").read_text() == "not generated"  # nothing lost
+
+
+def test_a_second_generation_replaces_the_first(tmp_path):
+    family = select([NAMES[0]])
+    generate(family, tmp_path, n=3)
+    generate(family, tmp_path, n=2)
+    assert len(find_tasks([tmp_path])) == 2 and (tmp_path / NAMES[0] / MARKER).is_file()
+    manifest = json.loads((tmp_path / "generated.json").read_text())
+    assert manifest["instances"] == 2 and manifest["code"] == code_digest()
+
+
+def _sample(root: Path, per_family: int) -> list:
+    tasks = []
+    for name in NAMES:
+        tasks += [load_task(p) for p in find_tasks([root / name])[:per_family]]
+    return tasks
+
+
+def test_no_theme_crosses_splits_in_the_generated_pool_or_against_the_bundled_one(tmp_path):
+    generate(FAMILIES.values(), tmp_path, n=2, seed=0)
+    generated = _sample(tmp_path, 2)
+    bundled = load_pool(pool_dir(), splits=("train", "validation", "test"), allow_test=True)
+    pairs = similar_pairs(generated + bundled, threshold=THRESHOLD, cross_split_only=True)
+    assert pairs == [], [(p.a, p.b, round(p.score, 3)) for p in pairs[:10]]
+
+
+def test_the_generated_pool_is_addressable_like_the_bundled_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("TERMINAL_ENV_GENERATED", str(tmp_path / "pool"))
+    train = resolve_tasks(["pool:generated:train"])
+    assert train and all(t.split == "train" and t.metadata.get("family") in FAMILIES for t in train)
+    assert len(train) == 60 * sum(f.split == "train" for f in FAMILIES.values())
+    with pytest.raises(ConfigError, match="test split is protected"):
+        resolve_tasks(["pool:generated:test"])
+    stamp = (tmp_path / "pool" / "generated.json").stat().st_mtime_ns
+    assert ensure_default_pool() == tmp_path / "pool"
+    assert (tmp_path / "pool" / "generated.json").stat().st_mtime_ns == stamp  # written once
+    with pytest.raises(ConfigError, match="pool:generated"):
+        resolve_tasks(["pool:generated:train:x"])
+
+
+def _gate_sample() -> list[tuple[str, int]]:
+    """One instance of every family; which one rotates with the family's name."""
+    return [(name, sum(map(ord, name)) % 6) for name in NAMES]
+
+
+@pytest.fixture(scope="module")
+def gate_pool(tmp_path_factory):
+    root = tmp_path_factory.mktemp("families")
+    generate(FAMILIES.values(), root, n=6, seed=0)
+    return root
+
+
+def _gate(root: Path, name: str, index: int, probes: tuple[str, ...]):
+    path = root / name / instance_name(FAMILIES[name], 0, index)
+    row = check_task(path, probes=probes)
+    if not row.ok:  # once more on a loaded machine; a real problem fails both
+        print(f"{path.name}: the first gate run failed: {row.reason}")
+        row = check_task(path, probes=probes)
+    return row
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name,index", _gate_sample(), ids=[n for n, _ in _gate_sample()])
+def test_an_instance_passes_its_oracle_and_fails_nop(gate_pool, name, index, base_image):
+    row = _gate(gate_pool, name, index, probes=())
+    assert row.ok, row.reason
+    assert row.oracle.startswith("passed 1.00") and row.nop.startswith("failed"), (row.oracle, row.nop)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("name,index", _gate_sample(), ids=[n for n, _ in _gate_sample()])
+def test_an_instance_passes_the_whole_gate(gate_pool, name, index, base_image):
+    row = _gate(gate_pool, name, index, probes=("rewrite", "constant", "instance"))
+    assert row.ok, row.reason
+    assert "-" not in (row.rewrite, row.constant, row.instance)
+
+
+def test_a_loop_takes_its_splits_from_the_generated_pool(tmp_path, monkeypatch):
+    monkeypatch.setenv("TERMINAL_ENV_GENERATED", str(tmp_path / "pool"))
+    config = parse_config({"start": str(tmp_path / "base"), "tasks": {
+        split: ["pool:generated"] for split in ("train", "validation", "test")},
+        "stages": [{"kind": "rsr", "name": "rsr-1"}]})
+    if {f.split for f in FAMILIES.values()} != {"train", "validation", "test"}:
+        with pytest.raises(ConfigError, match="hold no"):
+            Loop(config, tmp_path / "loop")
+        return
+    loop = Loop(config, tmp_path / "loop")
+    for split, paths in loop.splits.items():
+        families = {load_task(p).metadata["family"] for p in paths}
+        assert families == {n for n in NAMES if FAMILIES[n].split == split}, split
