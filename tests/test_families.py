@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from terminal_env.cli import main
 from terminal_env.errors import ConfigError
 from terminal_env.runner.config import resolve_tasks
 from terminal_env.tasks import load_task, validate
-from terminal_env.tasks.check import check_task
+from terminal_env.tasks.check import check_task, sample_per_group
 from terminal_env.tasks.families import CATEGORIES, FAMILIES
 from terminal_env.tasks.generate import (MARKER, code_digest, ensure_default_pool, generate,
                                          instance_name, select)
@@ -111,6 +112,22 @@ def test_a_second_generation_replaces_the_first(tmp_path):
     assert len(find_tasks([tmp_path])) == 2 and (tmp_path / NAMES[0] / MARKER).is_file()
     manifest = json.loads((tmp_path / "generated.json").read_text())
     assert manifest["instances"] == 2 and manifest["code"] == code_digest()
+
+
+def test_the_cli_lists_generates_and_samples_per_family(tmp_path, capsys):
+    assert main(["tasks", "families", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in listed] == list(FAMILIES)
+    assert main(["tasks", "generate", "all", "--n", "2", "--seed", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {2 * len(FAMILIES)} task(s) of {len(FAMILIES)} family" in out
+    paths = find_tasks([tmp_path])
+    picked = sample_per_group(paths, lambda p: load_task(p).metadata["family"], 1, seed=0)
+    assert sorted(load_task(p).metadata["family"] for p in picked) == NAMES
+    assert picked == sample_per_group(paths, lambda p: load_task(p).metadata["family"], 1, seed=0)
+    assert main(["tasks", "generate", "no-such-family", "--out", str(tmp_path / "x")]) == 2
+    assert "unknown task family 'no-such-family'" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def _sample(root: Path, per_family: int) -> list:
