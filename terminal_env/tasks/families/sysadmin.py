@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
+from .support import h3_diskuse, source
 
 
 FAMILIES: list[Family] = []
@@ -334,3 +335,131 @@ FAMILIES.append(Family("sys-port-owners", "sysadmin", "test",
                        "which process holds which TCP/UDP socket, read from /proc alone (LISTEN or "
                        "bound UDP, addresses, owners), run against hidden socket holders",
                        _port_owners))
+
+
+# ------------------------------------------------------------------ disk-usage
+# A usage report over a directory tree, in one of four kinds, measured in apparent or allocated
+# bytes; the tests build hidden trees (owners, hard links, symlinks, sparse and old files).
+
+_DU_KINDS = {
+    "by-owner": ("`/app/bin/usage DIR`", "one line `USER BYTES` per owner of regular files, where "
+                 "USER is the owner's user name (the numeric user id when /etc/passwd has no such "
+                 "user); sorted by BYTES, largest first, ties by USER in byte order"),
+    "top-dirs": ("`/app/bin/usage DIR`", "one line `BYTES NAME` for each directory directly inside "
+                 "DIR (its regular files at any depth; an empty one gets 0), plus a line for the name "
+                 "`.` with the regular files directly in DIR when there are any; sorted by BYTES, "
+                 "largest first, ties by NAME in byte order"),
+    "by-ext": ("`/app/bin/usage DIR`", "one JSON object mapping each file extension to "
+               "`{\"files\": COUNT, \"bytes\": BYTES}` over the regular files. The extension is "
+               "the part of the file name after its last dot, lowercased (`a.tar.gz` -> `gz`); "
+               "names without a dot, and dot files like `.profile` with no other dot, have the "
+               "extension `\"\"` (a leading dot does not count)"),
+    "stale": ("`/app/bin/usage DIR DAYS`", "the paths (relative to DIR, like `logs/a.gz`) of the "
+              "regular files last modified more than DAYS days (DAYS x 86400 seconds) before the "
+              "program runs, one per line in byte order, followed by a line `TOTAL BYTES` with "
+              "the sum of their sizes in bytes (`TOTAL 0` when there are none)"),
+}
+_DU_MEASURE = {
+    "apparent": "BYTES is the files' size in bytes (their length, as `ls -l` shows it)",
+    "allocated": ("BYTES is the disk space the files occupy: their allocated 512-byte blocks x 512, "
+                  "as `du -B1` counts it (a sparse file occupies less than its length)"),
+}
+
+_DU_TESTS = '''"""Runs the agent's usage program on hidden directory trees."""
+
+import json
+import random
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from h3_diskuse import make_tree, report
+
+KIND = __KIND__
+MEASURE = __MEASURE__
+SEED = __SEED__
+
+
+def check(seed, links, sparse):
+    rng = random.Random(seed)
+    root = make_tree(rng, tempfile.mkdtemp(prefix="vol"), links=links, sparse=sparse)
+    days = rng.choice([3, 10, 30, 60, 200])
+    args = ["/app/bin/usage", root] + ([str(days)] if KIND == "stale" else [])
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd="/")
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-600:]}"
+    want = report(KIND, root, MEASURE, days, time.time())
+    if KIND == "by-ext":
+        assert json.loads(r.stdout) == json.loads(want), f"wrong report for a tree like {root}"
+    else:
+        assert r.stdout.strip("\\n").split("\\n") == want.strip("\\n").split("\\n"), \\
+            f"wrong report for a tree like {root}"
+
+
+@pytest.mark.weight(1)
+def test_plain_tree():
+    check(SEED, links=False, sparse=False)
+
+
+@pytest.mark.weight(2)
+def test_links_are_not_double_counted():
+    check(SEED + 1, links=True, sparse=False)
+
+
+@pytest.mark.weight(2)
+def test_full_trees():
+    for k in range(3):
+        check(SEED + 10 + k, links=True, sparse=True)
+'''
+
+_DU_SOLVE = """mkdir -p /app/bin
+{{ echo '#!/usr/bin/env python3'; echo "KIND, MEASURE = {kind!r}, {measure!r}"; cat <<'PY'
+{module}
+if __name__ == "__main__":
+    import sys
+    main(sys.argv)
+PY
+}} > /app/bin/usage
+chmod +x /app/bin/usage
+"""
+
+
+def _disk_usage(rng: random.Random, index: int) -> Instance:
+    kind = rng.choice(sorted(_DU_KINDS))
+    measure = "apparent" if kind == "stale" else rng.choice(sorted(_DU_MEASURE))
+    usage, desc = _DU_KINDS[kind]
+    meas = "" if kind == "stale" else f" {_DU_MEASURE[measure]}."
+    instruction = f"""\
+The storage volume's owners want a usage report they can run themselves. Write `/app/bin/usage`,
+an executable program (bash or Python 3, standard library only), run as {usage}, that prints
+{desc}.{meas}
+
+Rules for every report:
+- Only regular files count. Symbolic links are never followed (neither to files nor to
+  directories, inside or outside DIR) and are not counted themselves.
+- A file with several hard links inside DIR counts once, under the path that comes first in byte
+  order (relative to DIR).
+- Dot files and dot directories count like any other.
+
+The program is run as root on other directory trees than the one in `/app/sample`, which you can
+use to try it.
+"""
+    difficulty = "hard" if measure == "allocated" else "medium"
+    sample = {f"sample/{d}/{n}": "x" * rng.randint(10, 400) + "\n"
+              for d in rng.sample(h3_diskuse.DIRNAMES, 3) for n in ("a.log", "b.csv", ".keep")}
+    tests = (_DU_TESTS.replace("__KIND__", repr(kind)).replace("__MEASURE__", repr(measure))
+             .replace("__SEED__", str(rng.randint(1000, 99999))))
+    return Instance(
+        instruction=instruction, tests=tests,
+        solution=_DU_SOLVE.format(kind=kind, measure=measure, module=source(h3_diskuse)),
+        difficulty=difficulty, variant=f"{kind}/{measure}", files=sample,
+        test_files={"h3_diskuse.py": source(h3_diskuse)}, tags=("disk-usage", "filesystem"),
+        oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("sys-disk-usage", "sysadmin", "validation",
+                       "a disk usage report (per owner, per top directory, per extension, stale "
+                       "files) in apparent or allocated bytes, run on hidden trees with hard links, "
+                       "symlinks and sparse files", _disk_usage))
