@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support import h2_pybugs, source
+from .support import h2_cbugs, h2_pybugs, source
 
 FAMILIES: list[Family] = []
 
@@ -105,3 +105,108 @@ FAMILIES.append(Family("py-tool-bugfix", "debugging", "train",
                        "one to three catalogued bugs (off-by-one, anchoring, mutable default, "
                        "shadowing, ...) in one of four small Python tools, checked on hidden inputs",
                        _py_tool_bugfix))
+
+# ------------------------------------------------------------------ c-prog-bugfix
+# A small C program (one of three) with one to three bugs from its catalogue (string compare by
+# pointer, char vs EOF, floor division, aliased buffers, ...). The tests compile the agent's
+# source themselves and compare it with the reference on hidden inputs.
+
+_C_TESTS = '''"""Compiles the fixed program and the reference, runs both on hidden inputs."""
+
+import functools
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h2_cbugs import make_input, render
+
+PROG = __PROG__
+SOURCE = __SOURCE__
+
+
+@functools.lru_cache(maxsize=None)
+def binaries():
+    d = Path(tempfile.mkdtemp())
+    (d / "ref.c").write_text(render(PROG, ()))
+    subprocess.run(["gcc", "-O1", "-o", str(d / "ref"), str(d / "ref.c")], check=True, timeout=120)
+    r = subprocess.run(["gcc", "-O1", "-o", str(d / "fixed"), SOURCE], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, f"{SOURCE} does not compile: {r.stderr[-1500:]}"
+    return d / "ref", d / "fixed"
+
+
+def outputs(seed, size):
+    ref, fixed = binaries()
+    d = Path(tempfile.mkdtemp())
+    (d / "input").write_bytes(make_input(PROG, random.Random(seed), size))
+    want = subprocess.run([str(ref), str(d / "input")], capture_output=True, timeout=60)
+    got = subprocess.run([str(fixed), str(d / "input")], capture_output=True, timeout=60)
+    assert got.returncode == 0, f"exit {got.returncode}: {got.stderr[-500:]!r}"
+    return got.stdout.decode("latin-1"), want.stdout.decode("latin-1")
+
+
+@pytest.mark.weight(1)
+def test_small_inputs():
+    for seed in (21, 22, 23):
+        got, want = outputs(seed, 1)
+        assert got == want, f"wrong output on a small input:\\n{got}\\nexpected:\\n{want}"
+
+
+@pytest.mark.weight(2)
+def test_hidden_inputs():
+    for seed in range(300, 306):
+        got, want = outputs(seed, 2)
+        assert got == want, f"wrong output on hidden input {seed - 300}"
+
+
+@pytest.mark.weight(1)
+def test_larger_inputs():
+    for seed in (700, 701, 702):
+        got, want = outputs(seed, 5)
+        assert got == want, "wrong output on a larger input"
+'''
+
+
+def _c_prog_bugfix(rng: random.Random, index: int) -> Instance:
+    prog = rng.choice(sorted(h2_cbugs.PROGS))
+    nbugs = rng.choice([1, 2, 2, 3, 3])
+    bugs = sorted(rng.sample(h2_cbugs.bug_sites(prog), nbugs))
+    told = bugs if nbugs < 3 else [rng.choice(bugs)]
+    src = f"/app/{prog}/{prog}.c"
+    reports = "\n".join(f"- {h2_cbugs.symptom(prog, b)}" for b in told)
+    more = ("" if nbugs < 3 else
+            "\nThat is the only report so far, but nobody has reviewed the program against its "
+            "specification; do not assume it is the only defect.\n")
+    instruction = f"""\
+`{src}` is a small C program; the comment at its top is its specification. Build it with
+`gcc -O1 -o /app/{prog}/{prog} {src}` and try it on `/app/{prog}/sample.txt`.
+
+Users report:
+{reports}
+{more}
+Fix `{src}` so that the program prints exactly what its specification says, for any valid input
+file. Keep the command line (`{prog} FILE`) and the output format; the fixed source must compile
+with the command above (C standard library only). It will be compiled from `{src}` and run on
+other inputs than the sample.
+"""
+    solution = f"cat > {src} <<'EOF_FIXED'\n{h2_cbugs.render(prog, ())}EOF_FIXED\n" \
+               f"gcc -O1 -o /app/{prog}/{prog} {src}\n"
+    tests = _C_TESTS.replace("__PROG__", repr(prog)).replace("__SOURCE__", repr(src))
+    difficulty = {1: "easy", 2: "medium", 3: "hard"}[nbugs]
+    return Instance(
+        instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
+        variant=f"{prog}/{'+'.join(bugs)}",
+        files={f"{prog}/{prog}.c": h2_cbugs.render(prog, bugs),
+               f"{prog}/sample.txt": h2_cbugs.make_input(prog, rng, 2)},
+        test_files={"h2_cbugs.py": source(h2_cbugs)},
+        tags=("c", "bugfix", prog), image="dev", oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("c-prog-bugfix", "debugging", "test",
+                       "one to three catalogued C bugs (pointer string compare, char vs EOF, floor "
+                       "division, aliased buffers, ...) in one of three small C programs, compiled "
+                       "by the tests and run on hidden inputs", _c_prog_bugfix))
