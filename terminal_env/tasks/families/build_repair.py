@@ -2,6 +2,184 @@
 
 from __future__ import annotations
 
-from .base import Family
+import random
+
+from .base import Family, Instance
+from .support import h2_cproj, source
 
 FAMILIES: list[Family] = []
+
+# ------------------------------------------------------------------ make-fault-fix
+# A small C project (bitstats or wordshape) whose Makefile has two to four faults from a catalogue
+# (spaces before recipes, a missing object, no -lm, a wrong -I, a wrong pattern directory, no
+# build/ directory, the wrong output name, no header dependencies). The tests copy the sources,
+# build them from scratch with the agent's Makefile and run the binary on hidden inputs.
+
+_MAKEFILE = """\
+CC = gcc
+CFLAGS = -O1 -Wall -Iinclude
+LDLIBS = -lm
+OBJS = build/main.o build/{m1}.o build/{m2}.o
+BIN = {binary}
+
+all: $(BIN)
+
+$(BIN): $(OBJS)
+\t$(CC) $(CFLAGS) -o $@ $(OBJS) $(LDLIBS)
+
+build/%.o: src/%.c $(wildcard include/*.h)
+\t@mkdir -p build
+\t$(CC) $(CFLAGS) -c -o $@ $<
+
+clean:
+\trm -rf build $(BIN)
+
+.PHONY: all clean
+"""
+
+_MAKE_FAULTS = {  # name: (correct text, faulty text), applied to the Makefile in turn
+    "recipe-spaces": ("\t$(CC) $(CFLAGS) -c -o $@ $<", "    $(CC) $(CFLAGS) -c -o $@ $<"),
+    "missing-object": (" build/{m2}.o\n", "\n"),
+    "missing-libm": ("LDLIBS = -lm", "LDLIBS ="),
+    "include-dir": ("-Iinclude", "-Iinc"),
+    "pattern-dir": ("build/%.o: src/%.c", "build/%.o: %.c"),
+    "no-mkdir": ("\t@mkdir -p build\n", ""),
+    "output-name": ("-o $@ $(OBJS)", "-o a.out $(OBJS)"),
+    "no-header-deps": (" $(wildcard include/*.h)", ""),
+}
+_SILENT = ("output-name", "no-header-deps")
+
+_MAKE_TESTS = '''"""Builds a fresh copy of the project with the agent's Makefile and runs it on hidden inputs."""
+
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h2_cproj import make_input, project
+
+SUBJECT = __SUBJECT__
+KNOB = __KNOB__
+OTHER = __OTHER__
+BINARY = __BINARY__
+APP = Path("/app") / SUBJECT
+
+
+def reference(knob):
+    d = Path(tempfile.mkdtemp())
+    for rel, text in project(SUBJECT, knob).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
+    srcs = sorted(str(p) for p in (d / "src").glob("*.c"))
+    subprocess.run(["gcc", "-O1", "-I", str(d / "include"), *srcs, "-o", str(d / "ref"), "-lm"],
+                   check=True, timeout=120)
+    return d / "ref"
+
+
+def fresh_copy():
+    d = Path(tempfile.mkdtemp()) / SUBJECT
+    shutil.copytree(APP, d, ignore=shutil.ignore_patterns("build", "*.o", BINARY, "a.out"))
+    return d
+
+
+def make(d, *args):
+    r = subprocess.run(["make", *args], cwd=d, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"make {' '.join(args)} failed:\\n{(r.stdout + r.stderr)[-1500:]}"
+    return r
+
+
+def same_output(binary, ref, seeds):
+    for seed in seeds:
+        text = make_input(SUBJECT, random.Random(seed), 2)
+        got = subprocess.run([str(binary)], input=text, capture_output=True, text=True, timeout=60)
+        want = subprocess.run([str(ref)], input=text, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {seed}"
+
+
+@pytest.mark.weight(2)
+def test_fresh_build_runs():
+    d = fresh_copy()
+    make(d)
+    assert (d / BINARY).is_file(), f"make did not produce {BINARY}"
+    same_output(d / BINARY, reference(KNOB), range(5))
+
+
+@pytest.mark.weight(1)
+def test_header_change_rebuilds():
+    d = fresh_copy()
+    make(d)
+    cfg = d / "include" / "config.h"
+    cfg.write_text(re.sub(r"(#define \\w+ )\\d+", lambda m: m[1] + str(OTHER), cfg.read_text()))
+    make(d)
+    same_output(d / BINARY, reference(OTHER), range(10, 13))
+
+
+@pytest.mark.weight(1)
+def test_up_to_date_and_clean():
+    d = fresh_copy()
+    make(d)
+    q = subprocess.run(["make", "-q"], cwd=d, capture_output=True, timeout=120)
+    assert q.returncode == 0, "right after a build, make still finds the default goal out of date"
+    make(d, "clean")
+    assert not (d / BINARY).exists() and not list(d.rglob("*.o")), "make clean left build products"
+    make(d)
+    same_output(d / BINARY, reference(KNOB), [20])
+'''
+
+
+def _make_fault_fix(rng: random.Random, index: int) -> Instance:
+    subject = rng.choice(["bitstats", "wordshape"])
+    spec = h2_cproj.SUBJECTS[subject]
+    m1, m2 = spec["modules"]
+    knob, other = rng.sample(spec["knobs"], 2)
+    loud = [f for f in _MAKE_FAULTS if f not in _SILENT]
+    faults = rng.sample(loud, rng.choice([1, 2, 2, 3]))
+    faults += [f for f in _SILENT if rng.random() < 0.35]
+    faults = sorted(faults)
+    good = _MAKEFILE.format(m1=m1, m2=m2, binary=spec["binary"])
+    bad = good
+    for f in faults:
+        old, new = (t.format(m2=m2) for t in _MAKE_FAULTS[f])
+        assert old in bad, (f, old)
+        bad = bad.replace(old, new, 1)
+    files = {f"{subject}/{p}": t for p, t in h2_cproj.project(subject, knob).items()}
+    files[f"{subject}/Makefile"] = bad
+    files[f"{subject}/sample.txt"] = h2_cproj.make_input(subject, rng, 1)
+    app = f"/app/{subject}"
+    instruction = f"""\
+`{app}` is a small C program: sources in `src/`, headers in `include/` (`include/config.h` sets a
+compile-time constant), built with `{app}/Makefile`. The Makefile is broken. Fix it (fix the
+Makefile, not the C code) so that, in a fresh copy of the directory without any build products:
+
+- `make` compiles each `src/*.c` into `build/<name>.o` (creating `build/`) and links them into the
+  program `{app}/{spec['binary']}` (it needs the math library);
+- right after a build, `make` has nothing to do (`make -q` succeeds);
+- after a change to any header in `include/` (for example the constant in `config.h`), `make`
+  rebuilds every object that depends on it and relinks the program;
+- `make clean` removes `build/` and the program.
+
+The program reads its input from stdin; try `{app}/{spec['binary']} < {app}/sample.txt`. It will be
+built from a copy of `{app}` and run on other inputs.
+"""
+    solution = f"cat > {app}/Makefile <<'EOF_MAKE'\n{good}EOF_MAKE\ncd {app} && make clean && make\n"
+    tests = (_MAKE_TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
+             .replace("__OTHER__", repr(other)).replace("__BINARY__", repr(spec["binary"])))
+    silent = sum(f in _SILENT for f in faults)
+    score = (len(faults) >= 4) + silent
+    difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
+    return Instance(
+        instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
+        variant=f"{subject}/{'+'.join(faults)}", files=files,
+        test_files={"h2_cproj.py": source(h2_cproj)},
+        tags=("make", "c", subject), image="dev", oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("make-fault-fix", "build-repair", "train",
+                       "a C project's Makefile with one to five faults from a catalogue of eight "
+                       "(tabs, objects, -lm, -I, pattern dirs, mkdir, output name, header deps), "
+                       "built from scratch by the tests and run on hidden inputs", _make_fault_fix))
