@@ -40,16 +40,35 @@ class _History:
         self.state["README.md"] = ["# orders-service", "", "Internal service."]
         self.tip: str | None = None
         self.counter = 0
+        self.branch = "main"
+        self.snap: dict[str, dict[str, list[str]]] = {}
         self.commit("Initial import")
 
-    def commit(self, msg: str, author=None, parents=None) -> str:
+    def commit(self, msg: str, author=None, parents=None, kind=None) -> str:
         author = author or self.rng.choice(_AUTHORS)
         parents = parents if parents is not None else ([self.tip] if self.tip else [])
         sha = self.repo.commit(_render(self.state), msg, parents, author)
-        kind = "commit (initial)" if not self.tip else ("commit (merge)" if len(parents) > 1 else "commit")
-        self.repo.set_ref("main", sha, f"{kind}: {msg.splitlines()[0]}", author, log_head=True)
+        kind = kind or ("commit (initial)" if not self.tip else
+                        "commit (merge)" if len(parents) > 1 else "commit")
+        self.repo.set_ref(self.branch, sha, f"{kind}: {msg.splitlines()[0]}", author, log_head=True)
         self.tip = sha
+        self.snap[sha] = {k: list(v) for k, v in self.state.items()}
         return sha
+
+    def move(self, branch: str, sha: str, msg: str) -> None:
+        """Point the current branch at sha (a reset) and check its files out."""
+        self.repo.set_ref(branch, sha, msg, log_head=True)
+        self.tip = sha
+        self.state = {k: list(v) for k, v in self.snap[sha].items()}
+
+    def checkout(self, branch: str) -> None:
+        ref = f"refs/heads/{branch}"
+        sha = self.repo.refs.get(ref) or self.tip
+        if ref not in self.repo.refs:
+            self.repo.set_ref(branch, sha, f"branch: Created from {self.branch}")
+        self.repo.log_head(self.tip, sha, f"checkout: moving from {self.branch} to {branch}")
+        self.branch, self.tip = branch, sha
+        self.state = {k: list(v) for k, v in self.snap[sha].items()}
 
     def py_files(self) -> list[str]:
         return sorted(p for p in self.state if p.startswith("app/") and p.count("/") == 1
@@ -247,3 +266,230 @@ def test_question_{i + 1}():
 FAMILIES.append(Family("git-pickaxe", "git", "validation",
                        "find the commits where strings were first added, removed, changed in value, "
                        "added before a rename or on a merged side branch", _pickaxe))
+
+
+# ------------------------------------------------------------------ git-reflog-rescue
+# Work lost by a hard reset, a deleted branch, an amend or a dropped stash; the HEAD reflog (or
+# the object database) still has it. The tests compare refs and trees with the known hashes.
+
+_RESCUE_TESTS = '''"""Inspects /app/repo with git: refs and trees against the known history."""
+
+import subprocess
+
+import pytest
+
+E = __EXPECTED__
+
+
+def git(*args):
+    r = subprocess.run(["git", "-C", "/app/repo", *args], capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def is_ancestor(a, b):
+    return subprocess.run(["git", "-C", "/app/repo", "merge-base", "--is-ancestor", a, b],
+                          capture_output=True).returncode == 0
+'''
+
+_RESCUE_CHECKS = {
+    "reset-hard": '''
+
+@pytest.mark.weight(3)
+def test_main_restored():
+    assert git("rev-parse", "refs/heads/main") == E["lost_tip"], "main does not end at the lost commit"
+
+
+@pytest.mark.weight(1)
+def test_work_tree_matches():
+    assert git("rev-parse", "HEAD") == E["lost_tip"], "HEAD is not the restored main"
+    assert git("rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert git("status", "--porcelain") == "", "the work tree or index differs from main"
+''',
+    "reset-diverged": '''
+
+@pytest.mark.weight(1)
+def test_new_commit_kept():
+    tip = git("rev-parse", "refs/heads/main")
+    assert tip and is_ancestor(E["kept"], tip), "the commit made after the reset is no longer on main"
+    assert git("log", "--format=%s", "-1", tip) == E["subjects"][-1], "main does not end with the last lost commit"
+
+
+@pytest.mark.weight(2)
+def test_lost_commits_back_in_order():
+    tip = git("rev-parse", "refs/heads/main")
+    assert tip and tip != E["kept"]
+    subjects = git("log", "--format=%s", f"{E['kept']}..{tip}").splitlines()[::-1]
+    assert subjects == E["subjects"], "main must get exactly the lost commits back, in order"
+
+
+@pytest.mark.weight(2)
+def test_tree():
+    assert git("rev-parse", "refs/heads/main^{tree}") == E["tree"], "main's files are not the expected ones"
+    assert git("status", "--porcelain") == ""
+''',
+    "deleted-branch": '''
+
+@pytest.mark.weight(3)
+def test_branch_restored():
+    assert git("rev-parse", "--verify", "-q", f"refs/heads/{E['branch']}") == E["lost_tip"]
+
+
+@pytest.mark.weight(1)
+def test_main_untouched():
+    assert git("rev-parse", "--verify", "-q", f"refs/heads/{E['branch']}"), "the branch is not back"
+    assert git("rev-parse", "refs/heads/main") == E["main"], "main must not change"
+    assert git("rev-parse", "--verify", "-q", f"refs/heads/{E['decoy']}") is None, \\
+        "only the asked branch comes back"
+''',
+    "amend": '''
+
+@pytest.mark.weight(1)
+def test_history_not_rewritten():
+    assert git("rev-parse", "refs/heads/main~1") == E["main"], "add one commit on top of main"
+
+
+@pytest.mark.weight(2)
+def test_file_restored():
+    assert git("show", f"refs/heads/main:{E['path']}") == E["content"].strip(), "wrong file content"
+
+
+@pytest.mark.weight(2)
+def test_tree():
+    assert git("rev-parse", "refs/heads/main^{tree}") == E["tree"], "main's files are not the expected ones"
+''',
+    "dropped-stash": '''
+
+@pytest.mark.weight(1)
+def test_on_top_of_main():
+    assert git("rev-parse", "refs/heads/main~1") == E["main"], "add one commit on top of main"
+    assert git("log", "-1", "--format=%s", "refs/heads/main") == E["message"]
+
+
+@pytest.mark.weight(3)
+def test_tree():
+    assert git("rev-parse", "refs/heads/main^{tree}") == E["tree"], "main's files are not the stash's"
+
+
+@pytest.mark.weight(1)
+def test_clean():
+    assert git("rev-parse", "refs/heads/main") != E["main"], "nothing was committed"
+    assert git("status", "--porcelain") == "", "the work tree must be clean"
+''',
+}
+
+
+def _tree_of(state: dict[str, list[str]]) -> str:
+    return Repo().tree(_render(state))
+
+
+def _rescue(rng: random.Random, index: int) -> Instance:
+    variant = rng.choice(sorted(_RESCUE_CHECKS))
+    h = _History(rng)
+    for _ in range(rng.randint(3, 5)):
+        h.filler()
+    e: dict = {}
+    if variant.startswith("reset"):
+        h.checkout("release")
+        h.checkout("main")
+        base = h.tip
+        lost = [h.filler() for _ in range(rng.randint(2, 3))]
+        subjects = [h.repo.objects[c].decode().split("\n\n", 1)[1].strip() for c in lost]
+        lost_state = {k: list(v) for k, v in h.state.items()}
+        h.move("main", base, f"reset: moving to HEAD~{len(lost)}")
+        e.update(lost_tip=lost[-1], subjects=subjects)
+        story = (f"Someone ran `git reset --hard HEAD~{len(lost)}` on `main` by mistake, which "
+                 f"dropped {len(lost)} commits.")
+        if variant == "reset-diverged":
+            h.state["README.md"].append(f"Owner: team {rng.choice(_WORDS)}")
+            e["kept"] = h.commit("Name the owning team in the README")
+            lost_state["README.md"] = list(h.state["README.md"])
+            e["tree"] = _tree_of(lost_state)
+            task = ("Since then, one new commit was made on `main`; keep it. Bring the dropped "
+                    "commits back on top of it, in their original order and with their original "
+                    "messages and changes, so that `main` ends with them.")
+            sol = f"cd /app/repo\ngit cherry-pick {' '.join(lost)}\n"
+        else:
+            task = "Restore `main` so that it ends at the last of the dropped commits again."
+            sol = f"cd /app/repo\ngit reset --hard {lost[-1]}\n"
+    elif variant == "deleted-branch":
+        names = rng.sample(["search-filters", "bulk-export", "rate-limits", "audit-trail", "csv-import"], 2)
+        tips = []
+        for name in names:
+            h.checkout(f"feature/{name}")
+            for _ in range(rng.randint(1, 3)):
+                h.filler()
+            tips.append(h.tip)
+            h.checkout("main")
+            h.filler()
+        for name in names:
+            h.repo.delete_ref(f"feature/{name}")
+        e.update(branch=f"feature/{names[0]}", decoy=f"feature/{names[1]}", lost_tip=tips[0], main=h.tip)
+        story = (f"The branches `feature/{names[0]}` and `feature/{names[1]}` were deleted with "
+                 "`git branch -D` before they were merged.")
+        task = (f"Recreate the branch `feature/{names[0]}` (only that one), pointing at the last commit "
+                "that was made on it. Leave `main` as it is.")
+        sol = f"cd /app/repo\ngit branch feature/{names[0]} {tips[0]}\n"
+    else:
+        path = f"migrations/{rng.randint(10, 60):03d}_{rng.choice(_WORDS)}_{rng.choice(_WORDS)}.sql"
+        content = (f"ALTER TABLE orders ADD COLUMN {rng.choice(_WORDS)}_id INTEGER;\n"
+                   f"CREATE INDEX idx_orders_{rng.choice(_WORDS)} ON orders ({rng.choice(_WORDS)}_id);\n")
+        if variant == "amend":
+            before = h.tip
+            h.state[path] = content.rstrip("\n").split("\n")
+            h.state["app/settings.py"].append(f"SCHEMA_VERSION = {rng.randint(10, 60)}")
+            first = h.commit("Add schema migration")
+            del h.state[path]
+            h.commit("Bump schema version", parents=[before], kind="commit (amend)")
+            h.commit("Bump schema version (reviewed)", parents=[before], kind="commit (amend)")
+            e.update(main=h.tip, path=path, content=content)
+            e["tree"] = _tree_of({**h.state, path: content.rstrip("\n").split("\n")})
+            story = ("The last commit on `main` was amended twice. Its first version also added the "
+                     f"file `{path}`, which the amends dropped by mistake.")
+            task = (f"Add `{path}` back, exactly as it was in that first version, in one new commit on "
+                    "top of `main` (do not rewrite the existing commits).")
+            sol = (f"cd /app/repo\nmkdir -p migrations\ngit show {first}:{path} > {path}\n"
+                   f"git add {path}\ngit commit -q -m 'Restore migration'\n")
+        else:
+            tip_state = {k: list(v) for k, v in h.state.items()}
+            stashes = []
+            for n in range(2):
+                work = {k: list(v) for k, v in tip_state.items()}
+                f = rng.choice(h.py_files())
+                work[f].append(f"{_ident(rng, h.used)} = {rng.randint(1, 99)}")
+                if n == 0:
+                    work[path] = content.rstrip("\n").split("\n")
+                staged = {**tip_state, path: work[path]} if n == 0 else tip_state
+                idx = h.repo.commit(_render(staged), f"index on main: {h.tip[:7]} x", [h.tip])
+                w = h.repo.commit(_render(work), f"WIP on main: {h.tip[:7]} x", [h.tip, idx])
+                stashes.append((w, work))
+            msg = "Finish the migration work"
+            e.update(main=h.tip, message=msg, tree=_tree_of(stashes[0][1]))
+            story = ("Two stashes were made on `main` and then both were dropped (`git stash clear`). "
+                     f"The one that matters is the one whose changes include the new file `{path}`.")
+            task = (f"Get that stash's changes back into the work tree and commit all of them (the new "
+                    f"file and the change to a tracked file) as one new commit on top of `main` with "
+                    f"the message `{msg}`.")
+            sol = (f"cd /app/repo\ngit stash apply {stashes[0][0]}\ngit add -A\n"
+                   f"git commit -q -m '{msg}'\n")
+    instruction = f"""\
+`/app/repo` is a git repository. {story}
+
+{task}
+
+Use the name `Repo Keeper` and the e-mail `keeper@example.com` for any commit you make. When you
+are done the work tree must be clean.
+"""
+    solution = ("export GIT_AUTHOR_NAME='Repo Keeper' GIT_AUTHOR_EMAIL=keeper@example.com "
+                "GIT_COMMITTER_NAME='Repo Keeper' GIT_COMMITTER_EMAIL=keeper@example.com\n" + sol)
+    difficulty = {"reset-hard": "easy", "reset-diverged": "medium", "deleted-branch": "medium",
+                  "amend": "medium", "dropped-stash": "hard"}[variant]
+    return Instance(
+        instruction=instruction, tests=_RESCUE_TESTS.replace("__EXPECTED__", repr(e)) + _RESCUE_CHECKS[variant],
+        solution=solution, difficulty=difficulty, variant=variant,
+        files=h.repo.write("repo", _render(h.state)), tags=("git", "reflog", "recovery"), oracle_turns=3,
+    )
+
+
+FAMILIES.append(Family("git-reflog-rescue", "git", "train",
+                       "recover work lost by a hard reset (with or without a later commit), a "
+                       "deleted branch, an amend or a dropped stash", _rescue))
