@@ -171,3 +171,285 @@ python3 /app/solve.py /app/cases.json > /app/answers.json
 FAMILIES.append(Family("root-solve", "scientific", "train",
                        "roots to tolerance (IRR, Kepler's equation, normal quantiles, cubic roots) by a "
                        "program run on hidden cases, some near the method's weak spots", _root_solve))
+
+
+# ------------------------------------------------------------------ ode-states
+
+_ODE_MODELS = {
+    "decay-chain": ("a radioactive decay chain A -> B -> C: `dA/dt = -k1*A`, `dB/dt = k1*A - k2*B`, "
+                    "`dC/dt = k2*B`; the state is `[A, B, C]`", "k1, k2"),
+    "damped-spring": ("a driven damped oscillator: `x'' = -2*zeta*omega*x' - omega^2*x + "
+                      "force*cos(drive*t)`; the state is `[x, x']`", "omega, zeta, force, drive"),
+    "predator-prey": ("a Lotka-Volterra system: `dx/dt = a*x - b*x*y`, `dy/dt = d*x*y - c*y`; the "
+                      "state is `[x, y]`", "a, b, c, d"),
+    "pendulum": ("a damped pendulum (no small-angle approximation): `theta'' = -(g/L)*sin(theta) - "
+                 "damp*theta'`; the state is `[theta, theta']`", "g, L, damp"),
+}
+
+_ODE_BODY = '''
+
+def check(cases, got):
+    assert isinstance(got, list) and len(got) == len(cases), "one answer per case, in order"
+    for i, case in enumerate(cases):
+        close(got[i], ref.ode_answer(KIND, case), 1e-5, 1e-6, f"case {i}")
+
+
+@pytest.mark.weight(1)
+def test_given_states_file():
+    given = json.loads(Path(__file__).with_name("given.json").read_text())
+    check(given["cases"], json.loads(Path("/app/states.json").read_text()))
+
+
+@pytest.mark.weight(2)
+def test_hidden_systems():
+    rng = random.Random(5150)
+    cases = [ref.ode_case(KIND, rng) for _ in range(4)]
+    check(cases, run({"cases": cases}))
+
+
+@pytest.mark.weight(2 if HARD else 1)
+def test_times_in_any_order():
+    rng = random.Random(99)
+    cases = [ref.ode_case(KIND, rng, shuffled=True) for _ in range(3)]
+    check(cases, run({"cases": cases}))
+'''
+
+
+def _ode_states(rng: random.Random, index: int) -> Instance:
+    kind = rng.choice(sorted(_ODE_MODELS))
+    hard = rng.random() < 0.4
+    cases = [h1_num.ode_case(kind, rng, shuffled=hard) for _ in range(rng.randint(2, 4))]
+    model, names = _ODE_MODELS[kind]
+    order = ("The `times` of a case are NOT sorted and may repeat or include 0 (the initial state); "
+             "answer them in the order given." if hard else
+             "The `times` of a case are increasing (they may also come unsorted in other inputs; "
+             "answer them in the order given).")
+    instruction = f"""\
+`/app/systems.json` holds `{{"cases": [...]}}`; each case describes {model}. A case has
+`params` (the numbers {names}), `y0` (the state at t = 0) and `times` (a list of times t >= 0).
+{order}
+
+Write `/app/simulate.py`, a Python 3 program (standard library only; no numpy or scipy) that reads
+a file like `/app/systems.json` named by its one argument and prints a JSON list with, for each
+case, the list of states at its `times` (each state a list of numbers, as `y0`). Every component
+must be within 1e-5 relative (or 1e-6 absolute) of the exact solution. Run it on
+`/app/systems.json` and save the output to `/app/states.json`. It will also be run on other cases.
+"""
+    solution = f"""cat > /app/simulate.py <<'PY'
+import json, math, sys
+{_ref_func("ode_rhs", "rk4", "ode_answer")}
+
+
+cases = json.load(open(sys.argv[1]))["cases"]
+print(json.dumps([ode_answer({kind!r}, c) for c in cases]))
+PY
+python3 /app/simulate.py /app/systems.json > /app/states.json
+"""
+    difficulty = "easy" if kind == "decay-chain" and not hard else "medium"
+    return _sci_instance(kind, hard, "/app/simulate.py", _ODE_BODY, {"cases": cases}, "states.json",
+                         instruction, solution, difficulty, f"{kind}/{'unsorted' if hard else 'sorted'}",
+                         "systems.json", ("numerics", "ode"))
+
+
+FAMILIES.append(Family("ode-states", "scientific", "train",
+                       "states of an ODE system (decay chain, driven oscillator, Lotka-Volterra, "
+                       "pendulum) at requested times, to tolerance, on hidden systems", _ode_states))
+
+
+# ------------------------------------------------------------------ curve-fit
+
+_FITS = {
+    "line": ("the straight line `y = a + b*x` minimising the sum of squared residuals", "[a, b]"),
+    "quadratic": ("the parabola `y = a + b*x + c*x^2` minimising the sum of squared residuals", "[a, b, c]"),
+    "origin": ("the line through the origin `y = b*x` minimising the sum of squared residuals", "[b]"),
+    "exp": ("the exponential `y = A*exp(B*x)` whose logarithm `ln y = ln A + B*x` minimises the sum of "
+            "squared residuals of `ln y` (all y are positive)", "[A, B]"),
+    "weighted": ("the straight line `y = a + b*x` minimising the weighted sum of squared residuals "
+                 "`sum(w_i * (y_i - a - b*x_i)^2)`, with the weights `w`", "[a, b]"),
+}
+
+_FIT_BODY = '''
+
+def expected(data):
+    kind = "line" if KIND == "weighted" else KIND
+    return ref.fit(kind, data["x"], data["y"], data["w"] if KIND == "weighted" else None)
+
+
+def dataset(rng, offset):
+    xs, ys, ws = ref.fit_data("line" if KIND == "weighted" else KIND, rng, rng.randint(8, 60), offset)
+    return {"x": xs, "y": ys, "w": ws} if KIND == "weighted" else {"x": xs, "y": ys}
+
+
+@pytest.mark.weight(1)
+def test_given_fit_file():
+    given = json.loads(Path(__file__).with_name("given.json").read_text())
+    close(json.loads(Path("/app/fit.json").read_text()), expected(given), 1e-6, 1e-9)
+
+
+@pytest.mark.weight(2)
+def test_hidden_datasets():
+    rng = random.Random(31337)
+    for _ in range(4):
+        data = dataset(rng, 0.0)
+        close(run(data), expected(data), 1e-6, 1e-9)
+
+
+@pytest.mark.weight(2 if HARD else 1)
+def test_large_x_values():
+    rng = random.Random(8080)
+    for offset in (1e4, 1e5):
+        data = dataset(rng, offset)
+        close(run(data), expected(data), 1e-6, 1e-9, f"x around {offset:g}")
+'''
+
+
+def _curve_fit(rng: random.Random, index: int) -> Instance:
+    kind = rng.choice(sorted(_FITS))
+    hard = rng.random() < 0.5
+    offset = rng.choice([1e4, 5e4, 1e5]) if hard else 0.0
+    xs, ys, ws = h1_num.fit_data("line" if kind == "weighted" else kind, rng, rng.randint(12, 40), offset)
+    data = {"x": xs, "y": ys, "w": ws} if kind == "weighted" else {"x": xs, "y": ys}
+    what, shape = _FITS[kind]
+    instruction = f"""\
+`/app/data.json` holds measurements `{{"x": [...], "y": [...]{', "w": [...]' if kind == "weighted" else ''}}}`.
+Find {what}.
+
+Write `/app/fit.py`, a Python 3 program (standard library only; no numpy) that reads a file like
+`/app/data.json` named by its one argument and prints the coefficients as a JSON list `{shape}`,
+each within 1e-6 relative of the exact least-squares solution. Run it on `/app/data.json` and save
+the output to `/app/fit.json`. It will also be run on other data sets, with x values that may be
+large (around 1e5) compared with their spread.
+"""
+    call = ("fit('line', d['x'], d['y'], d['w'])" if kind == "weighted" else f"fit({kind!r}, d['x'], d['y'])")
+    solution = f"""cat > /app/fit.py <<'PY'
+import json, math, sys
+{_ref_func("solve", "fit")}
+
+
+d = json.load(open(sys.argv[1]))
+print(json.dumps({call}))
+PY
+python3 /app/fit.py /app/data.json > /app/fit.json
+"""
+    difficulty = {"line": "easy", "origin": "easy", "exp": "medium", "weighted": "medium",
+                  "quadratic": "medium"}[kind]
+    if hard and kind in ("quadratic", "weighted"):
+        difficulty = "hard" if kind == "quadratic" else "medium"
+    return _sci_instance(kind, hard, "/app/fit.py", _FIT_BODY, data, "fit.json", instruction, solution,
+                         difficulty, f"{kind}/{'offset' if hard else 'centred'}", "data.json",
+                         ("numerics", "least-squares"))
+
+
+FAMILIES.append(Family("curve-fit", "scientific", "train",
+                       "least-squares coefficients (line, parabola, through origin, exponential, "
+                       "weighted) to 1e-6, on hidden data with badly conditioned x", _curve_fit))
+
+
+# ------------------------------------------------------------------ interp-table
+
+_INTERP = {
+    "linear": "piecewise-linear interpolation between neighbouring table points",
+    "spline": ("the natural cubic spline through the table points (piecewise cubic, continuous first "
+               "and second derivatives, second derivative 0 at the first and last point)"),
+    "monotone": ("monotone piecewise cubic Hermite interpolation: on [x_k, x_k+1] with h = x_k+1 - x_k "
+                 "and t = (q - x_k)/h the value is `(2t^3-3t^2+1)*y_k + (t^3-2t^2+t)*h*s_k + "
+                 "(-2t^3+3t^2)*y_k+1 + (t^3-t^2)*h*s_k+1`, where, with the secants "
+                 "d_k = (y_k+1 - y_k)/h_k, the slopes are s_0 = d_0 and s_last = d_last at the ends and, "
+                 "inside, s_k = 0 if d_k-1*d_k <= 0, else s_k = 3*(h_k-1 + h_k) / ((2*h_k + h_k-1)/d_k-1 "
+                 "+ (h_k + 2*h_k-1)/d_k)"),
+    "bilinear": "bilinear interpolation in the grid cell that holds the query point",
+}
+
+_INTERP_BODY = '''
+
+def expected(data):
+    if KIND == "bilinear":
+        return [ref.bilinear(data["grid"], q) for q in data["queries"]]
+    return [ref.interp(KIND, data["x"], data["y"], q) for q in data["queries"]]
+
+
+def dataset(rng, messy):
+    if KIND == "bilinear":
+        g = ref.grid_data(rng)
+        qs = [[round(rng.uniform(-5, 55), 2), round(rng.uniform(-5, 55), 2)] for _ in range(30)]
+        qs += [[g["x"][1], g["y"][2]], [g["x"][-1], g["y"][0]], [g["x"][0] - 3, g["y"][-1] + 1]]
+        return {"grid": g, "queries": qs}
+    xs, ys = ref.interp_table(rng, rng.randint(6, 25), dups=messy, shuffled=messy)
+    qs = [round(rng.uniform(-10, 110), 3) for _ in range(30)] + xs[:3] + [min(xs), max(xs)]
+    return {"x": xs, "y": ys, "queries": qs}
+
+
+@pytest.mark.weight(1)
+def test_given_values_file():
+    given = json.loads(Path(__file__).with_name("given.json").read_text())
+    close(json.loads(Path("/app/values.json").read_text()), expected(given), 1e-7, 1e-7)
+
+
+@pytest.mark.weight(2)
+def test_hidden_tables():
+    rng = random.Random(2718)
+    for _ in range(3):
+        data = dataset(rng, False)
+        close(run(data), expected(data), 1e-7, 1e-7)
+
+
+@pytest.mark.weight(2)
+def test_hidden_messy_tables():
+    rng = random.Random(1618)
+    for _ in range(3):
+        data = dataset(rng, True)
+        close(run(data), expected(data), 1e-7, 1e-7)
+'''
+
+
+def _interp_table(rng: random.Random, index: int) -> Instance:
+    kind = rng.choices(["linear", "spline", "monotone", "bilinear"], [2, 4, 3, 2])[0]
+    messy = kind != "bilinear" and rng.random() < 0.6
+    if kind == "bilinear":
+        g = h1_num.grid_data(rng)
+        qs = [[round(rng.uniform(-5, 55), 2), round(rng.uniform(-5, 55), 2)] for _ in range(12)]
+        data = {"grid": g, "queries": qs}
+        layout = ("`{\"grid\": {\"x\": [...], \"y\": [...], \"z\": [[...], ...]}, \"queries\": [[qx, qy], ...]}`: "
+                  "`x` and `y` are increasing, and `z[j][i]` is the value at `(x[i], y[j])`. A query "
+                  "outside the grid is first moved to the nearest point of the grid's rectangle "
+                  "(each coordinate clamped to its range)")
+    else:
+        xs, ys = h1_num.interp_table(rng, rng.randint(6, 14), dups=messy, shuffled=messy)
+        data = {"x": xs, "y": ys, "queries": [round(rng.uniform(-10, 110), 3) for _ in range(15)]}
+        layout = ("`{\"x\": [...], \"y\": [...], \"queries\": [...]}`: a table of points `(x[i], y[i])` and "
+                  "the x values to evaluate. The table is not necessarily sorted by x, and an x can "
+                  "occur more than once: such points are replaced by one point with the mean of their "
+                  "y values before anything else. A query below the smallest x gets the first y, one "
+                  "above the largest x the last y")
+    instruction = f"""\
+`/app/table.json` holds {layout}.
+
+Write `/app/interp.py`, a Python 3 program (standard library only; no numpy or scipy) that reads a
+file like `/app/table.json` named by its one argument and prints a JSON list with the value of
+{_INTERP[kind]} at each query, in order, within 1e-7. Run it on `/app/table.json` and save the output
+to `/app/values.json`. It will also be run on other tables.
+"""
+    funcs = ("bilinear",) if kind == "bilinear" else ("merge_table", "spline_m", "interp")
+    call = ("[bilinear(d['grid'], q) for q in d['queries']]" if kind == "bilinear" else
+            f"[interp({kind!r}, d['x'], d['y'], q) for q in d['queries']]")
+    solution = f"""cat > /app/interp.py <<'PY'
+import json, sys
+{_ref_func(*funcs)}
+
+
+d = json.load(open(sys.argv[1]))
+print(json.dumps({call}))
+PY
+python3 /app/interp.py /app/table.json > /app/values.json
+"""
+    difficulty = {"linear": "easy", "bilinear": "medium", "monotone": "medium", "spline": "medium"}[kind]
+    if messy:
+        difficulty = {"linear": "medium", "monotone": "hard", "spline": "hard"}[kind]
+    return _sci_instance(kind, messy, "/app/interp.py", _INTERP_BODY, data, "values.json", instruction,
+                         solution, difficulty, f"{kind}/{'messy' if messy else 'clean'}", "table.json",
+                         ("numerics", "interpolation"))
+
+
+FAMILIES.append(Family("interp-table", "scientific", "test",
+                       "values of an interpolant (linear, natural spline, monotone Hermite, bilinear) "
+                       "of a possibly unsorted table with repeated x, on hidden tables", _interp_table))

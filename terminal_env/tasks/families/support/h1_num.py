@@ -188,6 +188,8 @@ def fit(kind, xs, ys, ws=None):
 
 
 def fit_data(kind, rng, n, offset=0.0):
+    if kind == "exp":  # keeps A*exp(B*x) within floating-point range
+        offset = offset / 1000
     xs = sorted(round(offset + rng.uniform(0, 50), 3) for _ in range(n))
     a, b, c = rng.uniform(-20, 20), rng.uniform(-3, 3), rng.uniform(-0.2, 0.2)
     noise = lambda: rng.gauss(0, 0.5)
