@@ -183,3 +183,166 @@ FAMILIES.append(Family("make-fault-fix", "build-repair", "train",
                        "a C project's Makefile with one to five faults from a catalogue of eight "
                        "(tabs, objects, -lm, -I, pattern dirs, mkdir, output name, header deps), "
                        "built from scratch by the tests and run on hidden inputs", _make_fault_fix))
+
+# ------------------------------------------------------------------ cmake-fault-fix
+# A small C project (polyeval or luhncheck) whose CMakeLists.txt has faults from a catalogue:
+# loud ones (version, C standard, missing source, no libm, wrong include dir) and silent ones
+# (output name, include dir relative to the build tree, install destination). The tests configure
+# fresh copies in and outside the tree, install, and run the program on hidden inputs.
+
+_CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.16)
+project({b} C)
+set(CMAKE_C_STANDARD 99)
+add_executable({b} src/main.c src/{m1}.c src/{m2}.c)
+target_include_directories({b} PRIVATE ${{CMAKE_CURRENT_SOURCE_DIR}}/include)
+target_link_libraries({b} PRIVATE m)
+install(TARGETS {b} RUNTIME DESTINATION bin)
+"""
+
+_CMAKE_FAULTS = {
+    "min-version": ("VERSION 3.16", "VERSION 3.40"),
+    "c90": ("CMAKE_C_STANDARD 99", "CMAKE_C_STANDARD 90"),
+    "missing-source": (" src/{m2}.c)", ")"),
+    "missing-libm": ("target_link_libraries({b} PRIVATE m)\n", ""),
+    "include-dir": ("SOURCE_DIR}/include", "SOURCE_DIR}/inc"),
+    "output-name": ("install(", "set_target_properties({b} PROPERTIES OUTPUT_NAME {b}_app)\ninstall("),
+    "build-tree-include": ("${CMAKE_CURRENT_SOURCE_DIR}/include", "${CMAKE_BINARY_DIR}/../include"),
+    "install-dest": ("DESTINATION bin", "DESTINATION lib/{b}"),
+}
+_CMAKE_SILENT = ("output-name", "build-tree-include", "install-dest")
+
+_CMAKE_TESTS = '''"""Configures fresh copies of the project with the agent's CMakeLists.txt (in and outside the
+source tree), installs, and runs the program on hidden inputs."""
+
+import random
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h2_cproj import make_input, project
+
+SUBJECT = __SUBJECT__
+KNOB = __KNOB__
+BINARY = __BINARY__
+APP = Path("/app") / SUBJECT
+
+
+def reference():
+    d = Path(tempfile.mkdtemp())
+    for rel, text in project(SUBJECT, KNOB).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
+    srcs = sorted(str(p) for p in (d / "src").glob("*.c"))
+    subprocess.run(["gcc", "-I", str(d / "include"), *srcs, "-o", str(d / "ref"), "-lm"],
+                   check=True, timeout=120)
+    return d / "ref"
+
+
+def fresh_copy():
+    d = Path(tempfile.mkdtemp()) / SUBJECT
+    shutil.copytree(APP, d, ignore=shutil.ignore_patterns("build", "build-*", "CMakeCache.txt",
+                                                          "CMakeFiles", "*.o", BINARY))
+    return d
+
+
+def run(*cmd):
+    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{' '.join(cmd)} failed:\\n{(r.stdout + r.stderr)[-1500:]}"
+
+
+def build(src, out, *extra):
+    run("cmake", "-S", str(src), "-B", str(out), *extra)
+    run("cmake", "--build", str(out))
+
+
+def same_output(binary, seeds):
+    assert binary.is_file(), f"no program at {binary}"
+    ref = reference()
+    for seed in seeds:
+        text = make_input(SUBJECT, random.Random(seed), 2)
+        got = subprocess.run([str(binary)], input=text, capture_output=True, text=True, timeout=60)
+        want = subprocess.run([str(ref)], input=text, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {seed}"
+
+
+@pytest.mark.weight(2)
+def test_build_in_tree():
+    d = fresh_copy()
+    build(d, d / "build")
+    same_output(d / "build" / BINARY, range(5))
+
+
+@pytest.mark.weight(1)
+def test_build_outside_tree():
+    d = fresh_copy()
+    out = Path(tempfile.mkdtemp()) / "elsewhere" / "b"
+    build(d, out, "-DCMAKE_BUILD_TYPE=Release")
+    same_output(out / BINARY, range(10, 13))
+
+
+@pytest.mark.weight(1)
+def test_install():
+    d = fresh_copy()
+    build(d, d / "build")
+    prefix = Path(tempfile.mkdtemp()) / "prefix"
+    run("cmake", "--install", str(d / "build"), "--prefix", str(prefix))
+    same_output(prefix / "bin" / BINARY, [20, 21])
+'''
+
+
+def _cmake_fault_fix(rng: random.Random, index: int) -> Instance:
+    subject = rng.choice(["polyeval", "luhncheck"])
+    spec = h2_cproj.SUBJECTS[subject]
+    b = spec["binary"]
+    m1, m2 = spec["modules"]
+    knob = rng.choice(spec["knobs"])
+    silent = [f for f in _CMAKE_SILENT if rng.random() < 0.45]
+    loud = [f for f in _CMAKE_FAULTS if f not in _CMAKE_SILENT
+            and not (f == "include-dir" and "build-tree-include" in silent)]
+    faults = sorted(rng.sample(loud, rng.choice([1, 2, 2, 3])) + silent)
+    good = _CMAKELISTS.format(b=b, m1=m1, m2=m2)
+    bad = good
+    for f in faults:
+        old, new = (t.replace("{b}", b).replace("{m2}", m2) for t in _CMAKE_FAULTS[f])
+        assert old in bad, (f, old)
+        bad = bad.replace(old, new, 1)
+    files = {f"{subject}/{p}": t for p, t in h2_cproj.project(subject, knob).items()}
+    files[f"{subject}/CMakeLists.txt"] = bad
+    files[f"{subject}/sample.txt"] = h2_cproj.make_input(subject, rng, 1)
+    app = f"/app/{subject}"
+    instruction = f"""\
+`{app}` is a small C program (sources in `src/`, headers in `include/`) with a CMake build,
+`{app}/CMakeLists.txt`, that does not work. Fix `CMakeLists.txt` (not the C sources) so that, for
+a fresh copy of `{app}` without any build directory:
+
+- `cmake -S <copy> -B <builddir> && cmake --build <builddir>` works for any build directory, inside
+  the copy (`<copy>/build`) or anywhere else on the file system, with or without
+  `-DCMAKE_BUILD_TYPE=Release`, and produces the program `<builddir>/{b}` (C99; it needs the math
+  library);
+- `cmake --install <builddir> --prefix <prefix>` then installs the program as `<prefix>/bin/{b}`.
+
+The installed CMake is the one in this image. The program reads its input from stdin; try it on
+`{app}/sample.txt`. It will be built from copies of `{app}` and run on other inputs.
+"""
+    solution = (f"cat > {app}/CMakeLists.txt <<'EOF_CMAKE'\n{good}EOF_CMAKE\n"
+                f"cd {app} && rm -rf build && cmake -S . -B build && cmake --build build\n")
+    tests = (_CMAKE_TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
+             .replace("__BINARY__", repr(b)))
+    score = (len(faults) >= 4) + len(silent)
+    difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
+    return Instance(
+        instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
+        variant=f"{subject}/{'+'.join(faults)}", files=files,
+        test_files={"h2_cproj.py": source(h2_cproj)},
+        tags=("cmake", "c", subject), image="dev", oracle_turns=2, verifier_timeout_sec=300.0,
+    )
+
+
+FAMILIES.append(Family("cmake-fault-fix", "build-repair", "test",
+                       "a C project's CMakeLists.txt with loud (version, C90, source, libm, include) "
+                       "and silent (output name, build-tree include, install destination) faults; "
+                       "configured in and out of tree and installed by the tests", _cmake_fault_fix))
