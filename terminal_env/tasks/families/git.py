@@ -493,3 +493,148 @@ are done the work tree must be clean.
 FAMILIES.append(Family("git-reflog-rescue", "git", "train",
                        "recover work lost by a hard reset (with or without a later commit), a "
                        "deleted branch, an amend or a dropped stash", _rescue))
+
+
+# ------------------------------------------------------------------ git-cherry-fix
+# A fix made on main (one commit, a series with a decoy, a conflicting one, one whose origin must
+# be recorded) must reach the release branch without the features around it.
+
+_CHERRY_TESTS = '''"""Inspects the release branch of /app/repo against the known history."""
+
+import subprocess
+
+import pytest
+
+E = __EXPECTED__
+REL = "refs/heads/" + E["release"]
+
+
+def git(*args):
+    r = subprocess.run(["git", "-C", "/app/repo", *args], capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def new_commits():
+    out = git("log", "--format=%H", f"{E['old_release']}..{REL}")
+    return out.splitlines()[::-1] if out else []
+
+
+@pytest.mark.weight(1)
+def test_release_extended_not_rewritten():
+    tip = git("rev-parse", REL)
+    assert tip and tip != E["old_release"], "the release branch did not move"
+    assert subprocess.run(["git", "-C", "/app/repo", "merge-base", "--is-ancestor", E["old_release"],
+                           tip]).returncode == 0, "the release branch's history was rewritten"
+    assert git("rev-parse", "refs/heads/main") == E["main"], "main must not change"
+
+
+@pytest.mark.weight(2)
+def test_only_the_fix_commits():
+    got = [(git("log", "-1", "--format=%s", c), git("log", "-1", "--format=%an <%ae>", c)) for c in new_commits()]
+    assert got == E["commits"], "the release branch must get exactly the fix commits, in order, authors kept"
+
+
+@pytest.mark.weight(2)
+def test_release_files():
+    assert git("rev-parse", REL + "^{tree}") == E["tree"], "the release branch's files are not the expected ones"
+'''
+
+_CHERRY_ORIGIN = '''
+
+@pytest.mark.weight(1)
+def test_origin_recorded():
+    cs = new_commits()
+    assert len(cs) == len(E["origins"])
+    for c, orig in zip(cs, E["origins"]):
+        assert f"(cherry picked from commit {orig})" in git("log", "-1", "--format=%B", c)
+'''
+
+
+def _cherry(rng: random.Random, index: int) -> Instance:
+    variant = rng.choice(["single", "series", "conflict", "record-origin"])
+    mod = rng.choice(["pricing", "shipping", "invoices", "refunds", "payouts"])
+    fn = f"{rng.choice(['net', 'gross', 'capped', 'weighted'])}_{mod}_amount"
+    F = f"app/{mod}.py"
+    ticket = f"FIX-{rng.randint(100, 999)}"
+    cap = rng.randint(2, 9) * 1000
+    h = _History(rng)
+    h.state["app/version.py"] = ['VERSION = "1.4.0"']
+    h.state[F] = [f'"""{mod} rules."""', "", "", f"def {fn}(amount, rate):",
+                  f'    """{mod.capitalize()} amount of `amount` cents at `rate` percent."""',
+                  f"    cap = {cap}", "    value = amount * rate // 100", "    return min(value, cap)"]
+    h.commit(f"Add {mod} rules")
+    h.filler()
+    minor = rng.randint(2, 9)
+    release = f"release/1.{minor}"
+    h.checkout(release)
+    h.state["app/version.py"] = [f'VERSION = "1.{minor}.0"']
+    h.commit(f"Release 1.{minor}.0")
+    rel_state = {k: list(v) for k, v in h.state.items()}
+    if variant == "conflict":
+        rel_cap = cap + rng.randint(1, 9) * 100
+        h.state[F][5] = f"    cap = {rel_cap}"
+        h.commit(f"Raise the {mod} cap for 1.{minor}")
+        rel_state = {k: list(v) for k, v in h.state.items()}
+    old_release = h.tip
+    h.checkout("main")
+    if variant == "conflict":
+        h.state[F][5] = f"    cap = {cap - 500}"
+        h.commit(f"Lower the {mod} cap")
+    h.filler()
+    fixes = []
+    fixed_value = "    value = (amount * rate + 50) // 100"
+    h.state[F][6] = fixed_value
+    author = rng.choice(_AUTHORS)
+    fixes.append(h.commit(f"{ticket}: round {mod} amounts to the nearest cent", author))
+    rel_state[F][6] = fixed_value
+    if variant == "series":
+        h.state["app/handlers.py"].append(f"# {mod} handlers follow {ticket}")
+        h.commit(f"Prepare handlers for the {mod} change\n\nSee {ticket} for the discussion.")
+        h.state[F].insert(6, "    if amount < 0:\n        raise ValueError(\"negative amount\")")
+        fixes.append(h.commit(f"{ticket}: reject negative {mod} amounts", author))
+        rel_state[F].insert(6, "    if amount < 0:\n        raise ValueError(\"negative amount\")")
+    for _ in range(rng.randint(1, 2)):
+        h.filler()
+    e = {"release": release, "old_release": old_release, "main": h.tip,
+         "commits": [(h.repo.objects[c].decode().split("\n\n", 1)[1].split("\n")[0], f"{author[0]} <{author[1]}>")
+                     for c in fixes],
+         "tree": _tree_of(rel_state), "origins": fixes}
+    extra = {
+        "single": "",
+        "series": (f" The fix may consist of more than one commit: apply every commit on `main` "
+                   f"whose subject starts with `{ticket}:`, in their original order, and nothing else."),
+        "conflict": (f" The release branch has its own value for the {mod} cap, which it must keep; "
+                     "only the fix itself is to be applied."),
+        "record-origin": (" Each commit you add to the release branch must record which commit it was "
+                          "copied from, with git's standard `(cherry picked from commit <hash>)` line in "
+                          "its message."),
+    }[variant]
+    instruction = f"""\
+`/app/repo` is a git repository. Bug `{ticket}` was fixed on `main` (see the commit messages); the
+fix must also ship in the next patch release. Apply it to the branch `{release}` as new commit(s) on
+top of that branch, keeping the original commit messages and authors.{extra} None of the other
+changes that were made on `main` may reach `{release}`, and `main` must not change.
+
+Use the name `Release Bot` and the e-mail `release-bot@example.com` as the committer.
+"""
+    sol = f"cd /app/repo\ngit checkout -q {release}\n"
+    if variant == "conflict":
+        sol += (f"git cherry-pick {fixes[0]} || {{ git checkout --ours {F}; "
+                f"sed -i 's|^    value = amount \\* rate // 100$|{fixed_value}|' {F}; "
+                f"git add {F}; GIT_EDITOR=true git cherry-pick --continue; }}\n")
+    else:
+        sol += f"git cherry-pick {'-x ' if variant == 'record-origin' else ''}{' '.join(fixes)}\n"
+    sol += "git checkout -q main\n"
+    solution = ("export GIT_COMMITTER_NAME='Release Bot' GIT_COMMITTER_EMAIL=release-bot@example.com\n" + sol)
+    difficulty = {"single": "easy", "record-origin": "easy", "series": "medium", "conflict": "medium"}[variant]
+    return Instance(
+        instruction=instruction,
+        tests=_CHERRY_TESTS.replace("__EXPECTED__", repr(e)) + (_CHERRY_ORIGIN if variant == "record-origin" else ""),
+        solution=solution, difficulty=difficulty, variant=variant,
+        files=h.repo.write("repo", _render(h.state)), tags=("git", "cherry-pick", "release"), oracle_turns=3,
+    )
+
+
+FAMILIES.append(Family("git-cherry-fix", "git", "train",
+                       "bring a fix from main to a release branch: one commit, a series next to a "
+                       "decoy, a conflicting fix, or with its origin recorded", _cherry))
