@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 
 from .base import Family, Instance
-from .support import h2_cbugs, h2_pybugs, source
+from .support import h2_cbugs, h2_league, h2_pybugs, source
 
 FAMILIES: list[Family] = []
 
@@ -210,3 +211,98 @@ FAMILIES.append(Family("c-prog-bugfix", "debugging", "test",
                        "one to three catalogued C bugs (pointer string compare, char vs EOF, floor "
                        "division, aliased buffers, ...) in one of three small C programs, compiled "
                        "by the tests and run on hidden inputs", _c_prog_bugfix))
+
+# ------------------------------------------------------------------ league-table-bugs
+# A football league table library (a class with a documented API) with one to four bugs from a
+# catalogue of seven (mutable default / aliasing of the caller's list, unanchored regex, wrong dict
+# key, draw points, sort order on ties, history window, rows aliasing internal state). The tests
+# drive the agent's module and the reference through hidden operation sequences in a subprocess.
+
+_LEAGUE_TESTS = '''"""Drives the fixed module and the reference through hidden operation sequences."""
+
+import json
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h2_league import DRIVER, render, scenario
+
+MODULE = "/app/league/league.py"
+
+
+def compare(seed, size):
+    d = Path(tempfile.mkdtemp())
+    (d / "ops.json").write_text(json.dumps(scenario(random.Random(seed), size)))
+    (d / "ref.py").write_text(render(()))
+    (d / "driver.py").write_text(DRIVER)
+    want = subprocess.run(["python3", str(d / "driver.py"), str(d / "ref.py"), str(d / "ops.json")],
+                          capture_output=True, text=True, timeout=60)
+    got = subprocess.run(["python3", str(d / "driver.py"), MODULE, str(d / "ops.json")], capture_output=True,
+                         text=True, timeout=60, cwd=str(d))
+    assert got.returncode == 0, f"the module failed: {got.stderr[-1200:]}"
+    a, b = json.loads(got.stdout), json.loads(want.stdout)
+    assert a["results"] == b["results"], f"wrong answers in hidden scenario {seed}"
+    assert a["snapshots"] == b["snapshots"], f"wrong snapshots in hidden scenario {seed}"
+
+
+@pytest.mark.weight(1)
+def test_short_seasons():
+    for seed in (31, 32, 33):
+        compare(seed, 1)
+
+
+@pytest.mark.weight(2)
+def test_hidden_seasons():
+    for seed in range(500, 506):
+        compare(seed, 2)
+
+
+@pytest.mark.weight(1)
+def test_long_seasons():
+    for seed in (800, 801, 802):
+        compare(seed, 5)
+'''
+
+
+def _league_table_bugs(rng: random.Random, index: int) -> Instance:
+    nbugs = rng.choice([1, 2, 2, 3, 4])
+    bugs = sorted(rng.sample(sorted(h2_league.BUGS), nbugs))
+    told = rng.sample(bugs, max(1, nbugs - (nbugs >= 3) - (nbugs >= 4)))
+    reports = "\n".join(f"- {h2_league.symptom(b)}" for b in sorted(told))
+    more = ("" if len(told) == nbugs else
+            "\nThose are the reports so far; nobody has checked the class against its docstring, "
+            "so do not assume they are the only defects.\n")
+    example = "\n".join(f"lg.record({op[2]!r})" for op in h2_league.scenario(rng, 1)
+                        if op[0] == "rec" and op[1] == "a" and re.fullmatch(r"\\S+ \\d+-\\d+ \\S+", op[2]))[:600].rsplit("\n", 1)[0]
+    instruction = f"""\
+`/app/league/league.py` is a small library: the class `League` keeps a football league table. Its
+module docstring is the specification. `/app/league/example.py` shows how it is used.
+
+Users report:
+{reports}
+{more}
+Fix `/app/league/league.py` so that `League` behaves exactly as its docstring says. Keep the class,
+method names and row format; standard library only. It will be exercised with other teams,
+results and call sequences than the example's.
+"""
+    example_py = ("import sys\nsys.path.insert(0, '/app/league')\nfrom league import League\n\n"
+                  "lg = League()\n" + example.replace("lg.record", "lg.record") +
+                  "\nfor row in lg.table():\n    print(row)\n")
+    solution = f"cat > /app/league/league.py <<'EOF_FIXED'\n{h2_league.render(())}EOF_FIXED\n"
+    difficulty = {1: "easy", 2: "medium", 3: "hard", 4: "hard"}[nbugs]
+    return Instance(
+        instruction=instruction, tests=_LEAGUE_TESTS, solution=solution, difficulty=difficulty,
+        variant="+".join(bugs),
+        files={"league/league.py": h2_league.render(bugs), "league/example.py": example_py},
+        test_files={"h2_league.py": source(h2_league)},
+        tags=("python", "bugfix", "classes"), oracle_turns=1,
+    )
+
+
+FAMILIES.append(Family("league-table-bugs", "debugging", "validation",
+                       "one to four of seven catalogued bugs (aliasing, mutable default, regex "
+                       "anchoring, dict key, tie order, window, state leak) in a league-table "
+                       "class, driven through hidden call sequences", _league_table_bugs))
