@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import re
 
 from .base import Family, Instance
-from .support import h4_cli, source
+from .support import h4_cli, h4_pipe, source
 
 FAMILIES: list[Family] = []
 
@@ -57,6 +58,7 @@ _SPECS = {
 _CLI_TESTS = '''"""Drives the agent's CLI through hidden command sequences and compares every exit status and
 output with the reference; checks the journal's report."""
 
+import ast
 import json
 import random
 import subprocess
@@ -204,3 +206,199 @@ python3 {prog} {report} > report.txt
 FAMILIES.append(Family("spec-cli", "long-horizon", "test",
                        "a stock/budget/tickets CLI with a JSON store built from a spec, then a journal "
                        "replayed into a report; hidden command sequences per subcommand", _spec_cli))
+
+# ------------------------------------------------------------------ pipe-gaps
+# A four-stage sensor pipeline (extract, clean, aggregate, render) whose scripts each may have a
+# gap: a function with its specification and no body. Fill the gaps, fix the runner, run it end to
+# end; the tests run each stage and the runner on hidden raw data.
+
+_EXT = {"csv": "csv", "jsonl": "jsonl", "logfmt": "log"}
+_STAGES = [("1_extract.py", "extract", "raw text", "extracted.jsonl"),
+           ("2_clean.py", "clean", "extracted.jsonl", "cleaned.jsonl"),
+           ("3_aggregate.py", "agg", "cleaned.jsonl", "summary.json"),
+           ("4_render.py", "render", "summary.json", "report.csv")]
+_IO = {
+    "extract": ("data = open(sys.argv[1], encoding='utf-8').read()",
+                "out.write(''.join(json.dumps(r) + '\\n' for r in result))"),
+    "clean": ("data = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]",
+              "out.write(''.join(json.dumps(r) + '\\n' for r in result))"),
+    "agg": ("data = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]",
+            "json.dump(result, out, sort_keys=True, indent=1)"),
+    "render": ("data = json.load(open(sys.argv[1]))", "out.write(result)"),
+}
+
+_PIPE_TESTS = '''"""Runs the pipeline's stages and its runner on hidden raw data; compares every stage's output
+with the reference stages."""
+
+import ast
+import json
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import h4_pipe as ref
+
+FMT, AGG, GAPS = __FMT__, __AGG__, __GAPS__
+DIR = Path("/app/pipeline")
+FUNCS = {"extract": getattr(ref, "extract_" + FMT), "clean": ref.clean,
+         "agg": getattr(ref, "agg_" + AGG), "render": getattr(ref, "render_" + AGG)}
+SCRIPTS = {"extract": "1_extract.py", "clean": "2_clean.py", "agg": "3_aggregate.py", "render": "4_render.py"}
+
+
+def chain(raw):
+    out = {"raw": raw}
+    out["extract"] = FUNCS["extract"](raw)
+    out["clean"] = FUNCS["clean"](out["extract"])
+    out["agg"] = json.loads(json.dumps(FUNCS["agg"](out["clean"])))
+    out["render"] = FUNCS["render"](out["agg"])
+    return out
+
+
+def hidden(seed, n=120):
+    rng = random.Random(seed)
+    return ref.render_raw(FMT, ref.make_rows(rng, n), rng)
+
+
+def load(path, stage):
+    text = Path(path).read_text()
+    if stage in ("extract", "clean"):
+        return [json.loads(l) for l in text.splitlines() if l.strip()]
+    return json.loads(text) if stage == "agg" else text
+
+
+def put(path, stage, value):
+    if stage == "extract":
+        Path(path).write_text(value)
+    elif stage in ("clean", "agg"):
+        Path(path).write_text("".join(json.dumps(r) + "\\n" for r in value))
+    else:
+        Path(path).write_text(json.dumps(value))
+
+
+@pytest.mark.weight(1)
+@pytest.mark.parametrize("stage", GAPS)
+def test_stage(stage):
+    prev = {"extract": "raw", "clean": "extract", "agg": "clean", "render": "agg"}[stage]
+    for seed in (1, 2):
+        want = chain(hidden(seed))
+        d = Path(tempfile.mkdtemp())
+        put(d / "in", stage, want[prev])
+        r = subprocess.run(["python3", str(DIR / SCRIPTS[stage]), str(d / "in"), str(d / "out")],
+                           capture_output=True, text=True, timeout=60, cwd=str(d))
+        assert r.returncode == 0, f"{SCRIPTS[stage]} failed: {r.stderr[-600:]}"
+        assert load(d / "out", stage) == want[stage], f"{SCRIPTS[stage]}: wrong output on hidden input {seed}"
+
+
+@pytest.mark.weight(2)
+def test_runner_end_to_end():
+    want = chain(hidden(7, 200))
+    d = Path(tempfile.mkdtemp())
+    (d / "raw.txt").write_text(want["raw"])
+    r = subprocess.run(["bash", str(DIR / "run.sh"), str(d / "raw.txt"), str(d / "out")],
+                       capture_output=True, text=True, timeout=120, cwd="/tmp")
+    assert r.returncode == 0, f"run.sh failed: {r.stderr[-600:]}"
+    for stage, name in [("extract", "extracted.jsonl"), ("clean", "cleaned.jsonl"), ("agg", "summary.json"),
+                        ("render", "report.csv")]:
+        assert load(d / "out" / name, stage) == want[stage], f"run.sh: {name} is wrong"
+
+
+@pytest.mark.weight(1)
+def test_sample_report():
+    raw = ref.render_raw(FMT, json.loads(Path(__file__).with_name("rows.json").read_text()), random.Random(0))
+    want = chain(raw)
+    assert (DIR / "out" / "report.csv").read_text() == want["render"], "out/report.csv is not the sample's report"
+'''
+
+
+def _func_source(name: str) -> str:
+    text = source(h4_pipe)
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node) or ""
+
+
+def _gap(src: str) -> str:
+    head, _, rest = src.partition('"""')
+    doc, _, _ = rest.partition('"""')
+    return f'{head}"""{doc}"""\n    raise NotImplementedError("TODO: implement as documented")\n'
+
+
+def _pipe_gaps(rng: random.Random, index: int) -> Instance:
+    fmt = rng.choices(["csv", "jsonl", "logfmt"], [3, 2, 5])[0]
+    agg = rng.choice(["daily", "range", "median"])
+    stages = ["extract", "clean", "agg", "render"]
+    gaps = sorted(rng.sample(stages, rng.randint(2, 4)), key=stages.index)
+    if "clean" not in gaps and rng.random() < 0.6:
+        gaps = sorted(gaps + ["clean"], key=stages.index)
+    broken = rng.random() < 0.5
+    func = {"extract": f"extract_{fmt}", "clean": "clean", "agg": f"agg_{agg}", "render": f"render_{agg}"}
+    files: dict[str, str | bytes] = {}
+    fixed_files = {}
+    for script, stage, src_name, dst in _STAGES:
+        fsrc = _func_source(func[stage])
+        read, write = _IO[stage]
+        consts = f"RANGES = {h4_pipe.RANGES!r}\n\n\n" if stage == "clean" else ""
+
+        def body(f: str) -> str:
+            return (f'#!/usr/bin/env python3\n"""Stage {script[0]} of the sensor pipeline: {src_name} -> '
+                    f'{dst}.\n\nUsage: python3 {script} IN OUT\n"""\nimport json\nimport sys\n\n{consts}'
+                    f"{f}\n\n\ndef main():\n    {read}\n    result = {func[stage]}(data)\n"
+                    f"    with open(sys.argv[2], 'w', encoding='utf-8') as out:\n        {write}\n\n\n"
+                    "if __name__ == '__main__':\n    main()\n")
+        files[f"pipeline/{script}"] = body(_gap(fsrc) if stage in gaps else fsrc)
+        fixed_files[script] = body(fsrc)
+    order = ["1_extract.py", "2_clean.py", "3_aggregate.py", "4_render.py"]
+    ins = ['"$RAW"', '"$OUT/extracted.jsonl"', '"$OUT/cleaned.jsonl"', '"$OUT/summary.json"']
+    outs = ['"$OUT/extracted.jsonl"', '"$OUT/cleaned.jsonl"', '"$OUT/summary.json"', '"$OUT/report.csv"']
+    runner_lines = [f"python3 {s} {i} {o}" for s, i, o in zip(order, ins, outs)]
+    good_runner = runner_lines
+    if broken:
+        bad = list(runner_lines)
+        bad[2] = bad[2].replace('"$OUT/cleaned.jsonl"', '"$OUT/extracted.jsonl"', 1)
+        runner_lines = bad
+    def runner(lines: list[str]) -> str:
+        return ("#!/bin/bash\n# Runs the pipeline: run.sh [RAW [OUTDIR]]\nset -e\n"
+                f'RAW="${{1:-/app/pipeline/raw/readings.{_EXT[fmt]}}}"\nOUT="${{2:-/app/pipeline/out}}"\n'
+                'mkdir -p "$OUT"\ncd "$(dirname "$0")"\n' + "\n".join(lines) + "\n")
+    files["pipeline/run.sh"] = runner(runner_lines)
+    rows = h4_pipe.make_rows(rng, rng.randint(60, 110))
+    files[f"pipeline/raw/readings.{_EXT[fmt]}"] = h4_pipe.render_raw(fmt, rows, random.Random(0))
+    gap_names = ", ".join(f"`{dict((s[1], s[0]) for s in _STAGES)[g]}`" for g in gaps)
+    instruction = f"""\
+`/app/pipeline/` holds a four-stage pipeline for air-quality sensor readings: `1_extract.py`
+(raw readings to JSON lines), `2_clean.py`, `3_aggregate.py` (a JSON summary) and `4_render.py`
+(a CSV report), each run as `python3 SCRIPT IN OUT`, and `run.sh [RAW [OUTDIR]]` which runs them in
+order, each stage reading the previous stage's output (`extracted.jsonl`, `cleaned.jsonl`,
+`summary.json`, `report.csv` in OUTDIR; defaults: `/app/pipeline/raw/readings.{_EXT[fmt]}` and
+`/app/pipeline/out`).
+
+The pipeline was never finished: in {gap_names} the core function has only its docstring, which
+is its specification. Implement those functions as documented (standard library only), keeping
+each script's command line and file formats. Make sure `run.sh` really chains the four stages as
+described, then run it with its defaults so that `/app/pipeline/out/` holds all four outputs for
+the sample readings. The stages and `run.sh` will also be run on other raw files of the same
+format.
+"""
+    solution = "".join(f"cat > /app/pipeline/{s} <<'PY_EOF'\n{fixed_files[s]}PY_EOF\n" for s in order)
+    solution += (f"cat > /app/pipeline/run.sh <<'SH_EOF'\n{runner(good_runner)}SH_EOF\n"
+                 "bash /app/pipeline/run.sh\n")
+    tests = (_PIPE_TESTS.replace("__FMT__", repr(fmt)).replace("__AGG__", repr(agg))
+             .replace("__GAPS__", repr(gaps)))
+    knowledge = int(fmt == "logfmt")
+    traps = int("clean" in gaps) + int(broken)
+    total = 2 + knowledge + traps
+    return Instance(
+        instruction=instruction, tests=tests, solution=solution,
+        difficulty="medium" if total <= 4 else "hard",
+        variant=f"{fmt}/{agg}/gaps-{'-'.join(g[0] for g in gaps)}" + ("/runner" if broken else ""),
+        files=files, executable=("pipeline/run.sh",),
+        test_files={"h4_pipe.py": source(h4_pipe), "rows.json": json.dumps(rows)},
+        tags=("pipeline", "etl", fmt), oracle_turns=6,
+    )
+
+
+FAMILIES.append(Family("pipe-gaps", "long-horizon", "validation",
+                       "a four-stage sensor pipeline (three raw formats, three summaries) with unfinished "
+                       "stages and a miswired runner; stages and runner run on hidden raw data", _pipe_gaps))
