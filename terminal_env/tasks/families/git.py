@@ -74,7 +74,7 @@ class _History:
         return sorted(p for p in self.state if p.startswith("app/") and p.count("/") == 1
                       and p.endswith(".py") and p[4:-3] in ("settings", "handlers", "util"))
 
-    def filler(self) -> str:
+    def filler(self, author=None) -> str:
         rng = self.rng
         path = rng.choice(self.py_files())
         self.counter += 1
@@ -82,9 +82,9 @@ class _History:
         kind = rng.choice(["def", "const"])
         if kind == "def":
             self.state[path] += ["", f"def {name}(value):", f"    return value * {rng.randint(2, 9)}"]
-            return self.commit(f"Add {name} helper")
+            return self.commit(f"Add {name} helper", author)
         self.state[path].append(f"{name.upper()} = {rng.randint(10, 900)}")
-        return self.commit(f"Add {name.replace('_', ' ')} setting")
+        return self.commit(f"Add {name.replace('_', ' ')} setting", author)
 
 
 # ------------------------------------------------------------------ git-pickaxe
@@ -638,3 +638,169 @@ Use the name `Release Bot` and the e-mail `release-bot@example.com` as the commi
 FAMILIES.append(Family("git-cherry-fix", "git", "train",
                        "bring a fix from main to a release branch: one commit, a series next to a "
                        "decoy, a conflicting fix, or with its origin recorded", _cherry))
+
+
+# ------------------------------------------------------------------ git-author-fix
+# Commits made under wrong identities: rewrite the authors (and committers) of main, or map the
+# identities with a .mailmap without rewriting. The tests compare every commit with the original.
+
+_AUTHOR_TESTS = '''"""Compares main's history in /app/repo with the original commits."""
+
+import subprocess
+
+import pytest
+
+E = __EXPECTED__
+
+
+def git(*args):
+    r = subprocess.run(["git", "-C", "/app/repo", *args], capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def log(fmt, rev="refs/heads/main"):
+    out = git("log", "--reverse", f"--format={fmt}", rev)
+    return [x for x in out.split("\\x1e") if x.strip()] if out else []
+
+
+def changed():
+    return "root@localhost" not in " ".join(log("%ae%x1e")) and bool(log("%H%x1e"))
+'''
+
+_AUTHOR_REWRITE = '''
+
+@pytest.mark.weight(3)
+def test_authors():
+    got = [x.strip() for x in log("%an <%ae> %at%x1e")]
+    assert got == E["authors"], "the authors (names, e-mails, dates) are not the expected ones"
+
+
+@pytest.mark.weight(1)
+def test_files_kept():
+    assert changed(), "the wrong identities are still there"
+    assert [x.strip() for x in log("%T%x1e")] == E["trees"], "the commits' files changed"
+
+
+@pytest.mark.weight(1)
+def test_messages_kept():
+    assert changed(), "the wrong identities are still there"
+    assert [x.strip() for x in log("%B%x1e")] == E["messages"], "the commit messages changed"
+'''
+
+_AUTHOR_COMMITTER = '''
+
+@pytest.mark.weight(1)
+def test_committers():
+    got = [x.strip() for x in log("%cn <%ce>%x1e")]
+    assert got == E["committers"], "the committers are not the expected ones"
+'''
+
+_AUTHOR_MAILMAP = '''
+
+@pytest.mark.weight(1)
+def test_history_kept():
+    tip = git("rev-parse", "refs/heads/main")
+    assert tip != E["tip"] and git("rev-parse", "refs/heads/main~1") == E["tip"], \\
+        "add one commit on top of main; do not rewrite it"
+
+
+@pytest.mark.weight(3)
+def test_mailmap_maps():
+    assert git("rev-parse", "refs/heads/main~1") == E["tip"]
+    for wrong, right in E["map"]:
+        assert git("check-mailmap", wrong) == right, f"{wrong} is not mapped to {right}"
+    for keep in E["keep"]:
+        assert git("check-mailmap", keep) == keep, f"{keep} must stay as it is"
+
+
+@pytest.mark.weight(1)
+def test_mailmap_committed():
+    assert git("show", "refs/heads/main:.mailmap") is not None, ".mailmap is not committed on main"
+    got = git("shortlog", "-se", "refs/heads/main~1").splitlines()
+    assert len(got) == E["people"], "git shortlog still shows split identities"
+'''
+
+
+def _author_fix(rng: random.Random, index: int) -> Instance:
+    variant = rng.choice(["author-only", "author-and-committer", "spellings", "mailmap"])
+    who = rng.choice(_AUTHORS)
+    first = who[0].split()[0].lower()
+    wrongs = [("root", "root@localhost")]
+    if variant in ("spellings", "mailmap"):
+        wrongs += [(first, f"{first}@laptop.local"), (who[0].split()[0] + " " + who[0].split()[1][0] + ".", who[1])]
+    h = _History(rng)
+    others = [a for a in _AUTHORS if a != who]
+    commits = []
+    for i in range(rng.randint(8, 12)):
+        author = rng.choice(wrongs) if i % 2 else rng.choice(others + [who])
+        commits.append((h.filler(author), author))
+    init = list(h.snap)[0]
+    full = [(init, None)] + commits
+
+    def info(sha):
+        text = h.repo.objects[sha].split(b"\0", 1)[1].decode()
+        head, msg = text.split("\n\n", 1)
+        fields = dict(line.split(" ", 1) for line in head.split("\n") if not line.startswith("parent"))
+        return fields, msg.strip()
+
+    authors, committers, trees, messages = [], [], [], []
+    wrong_set = set(wrongs)
+    for sha, *_ in full:
+        fields, msg = info(sha)
+        name_mail, when = fields["author"].rsplit(" ", 2)[0], fields["author"].rsplit(" ", 2)[1]
+        cname = fields["committer"].rsplit(" ", 2)[0]
+        n, m = name_mail.split(" <")
+        right = f"{who[0]} <{who[1]}>" if (n, m[:-1]) in wrong_set else name_mail
+        authors.append(f"{right} {when}")
+        cn, cm = cname.split(" <")
+        committers.append(f"{who[0]} <{who[1]}>" if (cn, cm[:-1]) in wrong_set else cname)
+        trees.append(fields["tree"])
+        messages.append(msg)
+    wrong_txt = ", ".join(f"`{n} <{m}>`" for n, m in wrongs)
+    if variant == "mailmap":
+        e = {"tip": h.tip, "map": [[f"{n} <{m}>", f"{who[0]} <{who[1]}>"] for n, m in wrongs],
+             "keep": [f"{a[0]} <{a[1]}>" for a in others],
+             "people": len({a for _, a in commits if a not in wrong_set} | {who, tuple(info(init)[0]["author"].rsplit(" ", 2)[0][:-1].split(" <"))})}
+        task = (f"Do not rewrite the history. Instead, add a `.mailmap` file at the top of the repository, "
+                f"committed as one new commit on `main`, so that git shows the commits made as {wrong_txt} "
+                f"under `{who[0]} <{who[1]}>`; nobody else's identity may change.")
+        tests = _AUTHOR_TESTS + _AUTHOR_MAILMAP
+        sol = ("cd /app/repo\n{ " + "; ".join(f"echo '{who[0]} <{who[1]}> {n} <{m}>'" for n, m in wrongs)
+               + "; } > .mailmap\ngit add .mailmap\n"
+               "git -c user.name='Repo Keeper' -c user.email=keeper@example.com commit -q -m 'Add mailmap'\n")
+    else:
+        e = {"authors": authors, "committers": committers, "trees": trees, "messages": messages}
+        cc = (" Set the committer of those commits to the same identity as well (the other commits keep "
+              "their committers)." if variant == "author-and-committer" else "")
+        task = (f"Rewrite the history of `main` so that every commit whose author is {wrong_txt} has the "
+                f"author `{who[0]} <{who[1]}>` instead.{cc} Everything else about the commits stays as it "
+                "was: their messages, files and author dates, and the authors of all other commits.")
+        tests = _AUTHOR_TESTS + _AUTHOR_REWRITE + (_AUTHOR_COMMITTER if variant == "author-and-committer" else "")
+        pats = "|".join(f'"{n} <{m}>"' for n, m in wrongs)
+        env = (f'case "$GIT_AUTHOR_NAME <$GIT_AUTHOR_EMAIL>" in {pats}) export GIT_AUTHOR_NAME="{who[0]}" '
+               f'GIT_AUTHOR_EMAIL="{who[1]}";; esac')
+        if variant == "author-and-committer":
+            env += (f'; case "$GIT_COMMITTER_NAME <$GIT_COMMITTER_EMAIL>" in {pats}) export '
+                    f'GIT_COMMITTER_NAME="{who[0]}" GIT_COMMITTER_EMAIL="{who[1]}";; esac')
+        sol = (f"cd /app/repo\nexport FILTER_BRANCH_SQUELCH_WARNING=1\n"
+               f"git filter-branch -f --env-filter '{env}' main\n")
+    instruction = f"""\
+`/app/repo` is a git repository. Some commits on `main` were made by {who[0]} on machines where git
+was not configured, so they carry the identities {wrong_txt}.
+
+{task}
+
+When you are done, `main` must be checked out and the work tree clean.
+"""
+    difficulty = {"author-only": "easy", "author-and-committer": "medium", "spellings": "medium",
+                  "mailmap": "medium"}[variant]
+    return Instance(
+        instruction=instruction, tests=tests.replace("__EXPECTED__", repr(e)), solution=sol,
+        difficulty=difficulty, variant=variant, files=h.repo.write("repo", _render(h.state)),
+        tags=("git", "authors", "history-rewrite"), oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("git-author-fix", "git", "train",
+                       "fix commits made under wrong identities: rewrite authors (and committers), "
+                       "several spellings of one person, or a .mailmap without rewriting", _author_fix))
