@@ -6,7 +6,7 @@ import json
 import random
 
 from .base import Family, Instance
-from .support import logtools, source
+from .support import h1_recs, logtools, source
 
 FAMILIES: list[Family] = []
 
@@ -141,3 +141,179 @@ def _report_source() -> str:
 FAMILIES.append(Family("log-rollup", "text-data", "train",
                        "a report (status classes, p90 latency, users per day) from a log in one of "
                        "three formats, by a program run on hidden logs", _log_rollup))
+
+
+# ------------------------------------------------------------------ record-extract
+# Records in one of three text layouts (fixed-width columns under a ruler, `Key: value` stanzas,
+# BEGIN/END blocks with properties); the agent's program turns a file into JSON objects. Messy
+# instances add folded lines, CRLF, comments, ragged lines and escapes that the sample lacks.
+
+_LAYOUTS = {
+    "fixed-width": ("a fixed-width table. The first line holds the column names (ID, NAME, CITY, QTY, "
+                    "NOTE), the second a ruler: one run of dashes per column. A column spans from the "
+                    "first character of its run of dashes up to the first character of the next run (the "
+                    "last column: to the end of the line). A value is the text in its column's span with "
+                    "surrounding spaces removed; it may contain spaces",
+                    "Data lines may be shorter than the ruler (trailing spaces are often cut off): "
+                    "missing characters count as spaces."),
+    "stanza": ("one stanza per record, stanzas separated by blank lines. Each line of a stanza is "
+               "`Key: value` (the key is one of Id, Name, City, Qty, Note; everything after the first "
+               "`: ` is the value). A field that is empty is left out",
+               "Keys are case-insensitive (`NOTE`, `note`). A line that starts with spaces continues the "
+               "previous value: its text without the leading spaces is appended after one space. "
+               "Lines starting with `#` are comments. Lines end in CRLF, and there may be several "
+               "blank lines between stanzas."),
+    "blocks": ("one block per record from `BEGIN:RECORD` to `END:RECORD`; inside, one property per line: "
+               "`NAME:value` or `NAME;PARAM=x:value` (parameters are ignored; the value is everything after "
+               "the first `:`). NAME is ID, NAME, CITY, QTY or NOTE. In values, `\\,` stands for `,`, "
+               "`\\;` for `;` and `\\\\` for a backslash. An empty field is left out",
+               "Long lines are folded: a line that starts with a single space continues the previous "
+               "line; remove exactly that one space and join them (the rest may start with a space "
+               "that belongs to the value). Lines end in CRLF."),
+}
+
+_RECS_TESTS = '''"""Runs the agent's extractor on the given file and on hidden files of the same layout."""
+
+import json
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h1_recs import expected, make_records, render
+
+FMT = __FMT__
+MESSY = __MESSY__
+
+
+def run(text):
+    d = Path(tempfile.mkdtemp())
+    (d / "in.txt").write_bytes(text.encode())
+    r = subprocess.run(["python3", "/app/extract.py", str(d / "in.txt")], capture_output=True, text=True,
+                       timeout=60, cwd=str(d))
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-800:]}"
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        raise AssertionError(f"output is not JSON: {r.stdout[:300]!r}")
+
+
+@pytest.mark.weight(1)
+def test_given_file_records():
+    recs = json.loads(Path(__file__).with_name("given.json").read_text())
+    assert json.loads(Path("/app/records.json").read_text()) == expected(recs)
+
+
+@pytest.mark.weight(2)
+def test_hidden_files():
+    for seed in range(3):
+        rng = random.Random(600 + seed)
+        recs = make_records(rng, rng.randint(5, 30))
+        assert run(render(FMT, recs, rng)) == expected(recs), f"hidden file {seed}"
+
+
+@pytest.mark.weight(2)
+def test_hidden_files_with_all_rules():
+    for seed in range(3):
+        rng = random.Random(700 + seed)
+        recs = make_records(rng, rng.randint(5, 30), messy=MESSY)
+        assert run(render(FMT, recs, rng, messy=MESSY)) == expected(recs), f"hidden file {seed}"
+'''
+
+
+def _record_extract(rng: random.Random, index: int) -> Instance:
+    fmt = rng.choice(sorted(_LAYOUTS))
+    messy = rng.random() < 0.6
+    recs = h1_recs.make_records(rng, rng.randint(8, 20))
+    text = h1_recs.render(fmt, recs, rng)
+    layout, more = _LAYOUTS[fmt]
+    instruction = f"""\
+`/app/records.txt` is an export in this layout: {layout}.{(" " + more) if messy else ""}
+
+Write `/app/extract.py`, a Python 3 program (standard library only) that reads a file in this layout
+named by its one argument and prints a JSON list with one object per record, in file order, each
+with exactly the keys `id`, `name`, `city`, `qty` and `note` (string values; `""` for a field that
+is empty or left out). Run it on `/app/records.txt` and save the output to `/app/records.json`. It
+will also be run on other exports in this layout.
+"""
+    solution = f"""cat > /app/extract.py <<'PY'
+{_EXTRACTORS[fmt]}
+PY
+python3 /app/extract.py /app/records.txt > /app/records.json
+"""
+    difficulty = ("hard" if fmt != "fixed-width" else "medium") if messy else \
+        ("easy" if fmt == "stanza" else "medium")
+    tests = _RECS_TESTS.replace("__FMT__", repr(fmt)).replace("__MESSY__", repr(messy))
+    return Instance(instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
+                    variant=f"{fmt}/{'messy' if messy else 'clean'}", files={"records.txt": text},
+                    test_files={"h1_recs.py": source(h1_recs), "given.json": json.dumps(recs)},
+                    tags=("parsing", fmt), oracle_turns=2)
+
+
+_EXTRACTORS = {
+    "fixed-width": r'''import json, re, sys
+lines = open(sys.argv[1]).read().split("\n")
+names = lines[0].split()
+spans = [m.start() for m in re.finditer(r"-+", lines[1])] + [None]
+out = []
+for line in lines[2:]:
+    if not line.strip():
+        continue
+    vals = [line[a:b].strip() for a, b in zip(spans, spans[1:])]
+    out.append({n.lower(): v for n, v in zip(names, vals)})
+print(json.dumps(out))''',
+    "stanza": r'''import json, sys
+KEYS = ["id", "name", "city", "qty", "note"]
+out, cur, last = [], {}, None
+for line in open(sys.argv[1], newline="").read().replace("\r\n", "\n").split("\n"):
+    if line.startswith("#"):
+        continue
+    if not line.strip():
+        if cur:
+            out.append(cur)
+        cur, last = {}, None
+    elif line[0] in " \t":
+        cur[last] += " " + line.strip()
+    else:
+        k, v = line.split(": ", 1)
+        last = k.lower()
+        cur[last] = v
+if cur:
+    out.append(cur)
+print(json.dumps([{k: r.get(k, "") for k in KEYS} for r in out]))''',
+    "blocks": r'''import json, sys
+KEYS = ["id", "name", "city", "qty", "note"]
+raw = open(sys.argv[1], newline="").read().replace("\r\n", "\n").split("\n")
+lines = []
+for line in raw:
+    if line.startswith(" ") and lines:
+        lines[-1] += line[1:]
+    else:
+        lines.append(line)
+def unescape(v):
+    out, i = [], 0
+    while i < len(v):
+        if v[i] == "\\" and i + 1 < len(v):
+            out.append(v[i + 1])
+            i += 2
+        else:
+            out.append(v[i])
+            i += 1
+    return "".join(out)
+out = []
+for line in lines:
+    if line == "BEGIN:RECORD":
+        cur = {}
+    elif line == "END:RECORD":
+        out.append({k: cur.get(k, "") for k in KEYS})
+    elif line:
+        head, val = line.split(":", 1)
+        cur[head.split(";")[0].lower()] = unescape(val)
+print(json.dumps(out))''',
+}
+
+FAMILIES.append(Family("record-extract", "text-data", "validation",
+                       "records to JSON from fixed-width columns, Key: value stanzas or BEGIN/END "
+                       "blocks, with folded lines, CRLF and escapes in messy instances", _record_extract))
