@@ -6,7 +6,7 @@ import random
 import re
 
 from .base import Family, Instance
-from .support import h2_cbugs, h2_league, h2_pybugs, source
+from .support import h2_cbugs, h2_league, h2_pybugs, h2_shbugs, source
 
 FAMILIES: list[Family] = []
 
@@ -306,3 +306,108 @@ FAMILIES.append(Family("league-table-bugs", "debugging", "validation",
                        "one to four of seven catalogued bugs (aliasing, mutable default, regex "
                        "anchoring, dict key, tie order, window, state leak) in a league-table "
                        "class, driven through hidden call sequences", _league_table_bugs))
+
+# ------------------------------------------------------------------ sh-script-bugfix
+# A bash script (one of three: extension counts, a column sum with awk, PATH deduplication) with
+# one to three bugs from its catalogue (pipe subshell, word splitting, parameter expansion,
+# substring match, unquoted arrays, awk regex match, ...), run with the reference on hidden cases.
+
+_SH_TESTS = '''"""Runs the fixed script and the reference on hidden cases."""
+
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h2_shbugs import make_case, render
+
+SCRIPT = __SCRIPT__
+PATH = __PATH__
+
+
+def compare(seed, size):
+    files, args = make_case(SCRIPT, random.Random(seed), size)
+    d = Path(tempfile.mkdtemp())
+    (d / "in").mkdir()
+    for rel, text in files.items():
+        (d / "in" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / "in" / rel).write_text(text)
+    (d / "ref.sh").write_text(render(SCRIPT, ()))
+    argv = [a.replace("@DIR", str(d / "in")) for a in args]
+    want = subprocess.run(["bash", str(d / "ref.sh"), *argv], capture_output=True, text=True, timeout=60)
+    got = subprocess.run(["bash", PATH, *argv], capture_output=True, text=True, timeout=60, cwd=str(d))
+    assert (got.stdout, got.returncode) == (want.stdout, want.returncode), \\
+        f"hidden case {seed}: got {got.stdout!r} (exit {got.returncode}), expected {want.stdout!r}"
+
+
+@pytest.mark.weight(1)
+def test_small_cases():
+    for seed in (41, 42, 43):
+        compare(seed, 1)
+
+
+@pytest.mark.weight(2)
+def test_hidden_cases():
+    for seed in range(600, 606):
+        compare(seed, 2)
+
+
+@pytest.mark.weight(1)
+def test_larger_cases():
+    for seed in (650, 651, 652):
+        compare(seed, 4)
+'''
+
+
+def _sh_script_bugfix(rng: random.Random, index: int) -> Instance:
+    script = rng.choice(sorted(h2_shbugs.SCRIPTS))
+    spec = h2_shbugs.SCRIPTS[script]
+    names = sorted(spec["bugs"])
+    nbugs = rng.choice([1, 1, 2, 2, 3])
+    while True:
+        bugs = sorted(rng.sample(names, nbugs))
+        if not all(b in bugs for b in spec["exclusive"]) or not spec["exclusive"]:
+            break
+    told = bugs if nbugs < 3 else rng.sample(bugs, 1)
+    path = f"/app/scripts/{script}.sh"
+    files, args = h2_shbugs.make_case(script, rng, 1)
+    example = ""
+    if files and args == ["@DIR"]:
+        example = f"A sample tree is in `/app/scripts/sample/`: try `bash {path} /app/scripts/sample`."
+    elif files:
+        example = f"A sample table is in `/app/scripts/sample/table.txt`: try `bash {path} /app/scripts/sample/table.txt {args[1]}`."
+    else:
+        example = f"Try `bash {path} '{args[0]}'`."
+    reports = "\n".join(f"- {h2_shbugs.symptom(script, b)}" for b in told)
+    more = ("" if nbugs < 3 else "\nThat is the only report so far; nobody has checked the script "
+            "against its header comment, so do not assume it is the only defect.\n")
+    instruction = f"""\
+`{path}` is a bash script; the comment at its top is its specification (usage:
+`{spec['usage']}`). {example}
+
+Users report:
+{reports}
+{more}
+Fix `{path}` so that it prints exactly what its specification says (and exits with the status it
+says) for any valid input. Keep the usage and the output format; bash and the standard tools of
+this image only. It will be run on other inputs than the sample.
+"""
+    solution = f"cat > {path} <<'EOF_FIXED'\n{h2_shbugs.render(script, ())}EOF_FIXED\nchmod +x {path}\n"
+    tests = _SH_TESTS.replace("__SCRIPT__", repr(script)).replace("__PATH__", repr(path))
+    difficulty = {1: "easy", 2: "medium", 3: "hard"}[nbugs]
+    app = {f"scripts/{script}.sh": h2_shbugs.render(script, bugs)}
+    app.update({f"scripts/sample/{rel}": text for rel, text in files.items()})
+    return Instance(
+        instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
+        variant=f"{script}/{'+'.join(bugs)}", files=app, executable=(f"scripts/{script}.sh",),
+        test_files={"h2_shbugs.py": source(h2_shbugs)},
+        tags=("bash", "bugfix", script), oracle_turns=1,
+    )
+
+
+FAMILIES.append(Family("sh-script-bugfix", "debugging", "train",
+                       "one to three catalogued bash bugs (pipe subshell, word splitting, expansion "
+                       "operators, substring match, unquoted arrays, awk regex match, ...) in one "
+                       "of three scripts, run on hidden cases", _sh_script_bugfix))
