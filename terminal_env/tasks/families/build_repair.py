@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support import h2_cproj, source
+from .support import h2_codegen, h2_cproj, h2_install, source
 
 FAMILIES: list[Family] = []
 
@@ -346,3 +346,106 @@ FAMILIES.append(Family("cmake-fault-fix", "build-repair", "test",
                        "a C project's CMakeLists.txt with loud (version, C90, source, libm, include) "
                        "and silent (output name, build-tree include, install destination) faults; "
                        "configured in and out of tree and installed by the tests", _cmake_fault_fix))
+
+# ------------------------------------------------------------------ make-codegen-fix
+# A C project whose header is generated from a table by an awk script in the Makefile; one to
+# three faults from a catalogue of seven (generated header not a prerequisite, table not a
+# prerequisite of the generator rule, no -I for the generated dir, output not $@, no mkdir, the
+# generator rule as the default goal, linking $<). The tests build fresh copies (also with -j),
+# change the table and check the program against the table.
+
+
+
+def _make_codegen_fix(rng: random.Random, index: int) -> Instance:
+    loud = [f for f in sorted(h2_codegen.FAULTS) if f not in h2_codegen.SILENT]
+    faults = rng.sample(loud, rng.choice([1, 1, 2, 3]))
+    if rng.random() < 0.4:
+        faults.append("table-not-prereq")
+    faults = sorted(faults)
+    tbl = h2_codegen.table(rng)
+    files = {f"opasm/{p}": t for p, t in h2_codegen.files(tbl, faults).items()}
+    sample = " ".join(h2_codegen.tokens(rng, tbl, 8))
+    instruction = f"""\
+`/app/opasm` is a small C program, `opasm`, that prints the codes of the mnemonics it reads from
+stdin (try `echo {sample} | /app/opasm/opasm` once it builds). Its table of mnemonics is
+`ops.tbl`; `make` turns it into the header `build/gen/ops_table.h` with `awk -f gen_ops.awk` and
+compiles `src/*.c` (headers in `include/` and `build/gen/`) into `build/*.o` and `/app/opasm/opasm`.
+
+The Makefile is broken. Fix `/app/opasm/Makefile` (not the C sources, the table or the awk
+script) so that, in a fresh copy of the directory without any build products:
+
+- `make` (and `make -j4`) generates the header and builds `opasm`;
+- after a change to `ops.tbl`, `make` regenerates the header and rebuilds everything that uses it;
+- right after a build, `make -q` succeeds; `make clean` removes `build/` and `opasm`.
+
+It will be checked with other tables.
+"""
+    solution = (f"cat > /app/opasm/Makefile <<'EOF_MAKE'\n{h2_codegen.makefile(())}EOF_MAKE\n"
+                "cd /app/opasm && make clean && make\n")
+    score = (len(faults) >= 3) + ("table-not-prereq" in faults) + ("gen-not-prereq" in faults)
+    difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
+    return Instance(
+        instruction=instruction, tests=h2_codegen.TESTS, solution=solution, difficulty=difficulty,
+        variant="+".join(faults), files=files, test_files={"h2_codegen.py": source(h2_codegen)},
+        tags=("make", "codegen", "awk"), image="dev", oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("make-codegen-fix", "build-repair", "train",
+                       "a Makefile that generates a C header from a table with awk, with one to "
+                       "four faults (prerequisites of generated files, -I, $@, mkdir, default goal, "
+                       "$<), built fresh and with -j by the tests after table changes",
+                       _make_codegen_fix))
+
+# ------------------------------------------------------------------ make-install-fix
+# A C project (bitstats or wordshape) that builds, but whose install/uninstall rules have one to
+# four faults (no directories, no build prerequisite, a file named `install` without .PHONY, no
+# DESTDIR, modes, man directory, a fixed bin directory, uninstall leftovers). The tests install
+# fresh copies into staging directories with several prefixes and run the installed program.
+
+
+def _make_install_fix(rng: random.Random, index: int) -> Instance:
+    subject = rng.choice(["bitstats", "wordshape"])
+    spec = h2_cproj.SUBJECTS[subject]
+    b, knob = spec["binary"], rng.choice(spec["knobs"])
+    quiet = [f for f in sorted(h2_install.FAULTS) if f not in h2_install.LOUD]
+    faults = sorted(rng.sample(h2_install.LOUD, rng.choice([1, 1, 2])) + rng.sample(quiet, rng.choice([0, 1, 2, 3])))
+    files = {f"{subject}/{p}": t for p, t in h2_cproj.project(subject, knob).items()}
+    files.update({f"{subject}/Makefile": h2_install.makefile(b, faults), f"{subject}/doc/{b}.1": h2_install.manpage(b),
+                  f"{subject}/install": h2_install.INSTALL_SCRIPT,
+                  f"{subject}/sample.txt": h2_cproj.make_input(subject, rng, 1)})
+    app = f"/app/{subject}"
+    instruction = f"""\
+`{app}` is a small C program, `{b}` (sources in `src/`, headers in `include/`, its man page in
+`doc/{b}.1`), built by `{app}/Makefile`; try `{app}/{b} < {app}/sample.txt` after `make`. Packagers
+report that its installation is broken. Fix the Makefile so that, in a fresh copy of `{app}`
+without build products, and with `PREFIX` (default `/usr/local`) and `DESTDIR` (default empty)
+given on the make command line:
+
+- `make install` builds the program if needed and installs it as `$(DESTDIR)$(PREFIX)/bin/{b}`
+  (mode 0755) and the man page as `$(DESTDIR)$(PREFIX)/share/man/man1/{b}.1` (mode 0644),
+  creating the directories, and writes nothing outside `$(DESTDIR)`;
+- `make uninstall` (with the same variables) removes both installed files.
+
+Keep the build itself (`make`, `make clean`) and the files of the project as they are. The
+install will be tried in fresh copies with other `DESTDIR` and `PREFIX` values.
+"""
+    solution = (f"cat > {app}/Makefile <<'EOF_MAKE'\n{h2_install.makefile(b, ())}EOF_MAKE\n"
+                f"cd {app} && make clean && make\n")
+    tests = (h2_install.TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
+             .replace("__BIN__", repr(b)))
+    score = (len(faults) >= 4) + sum(f in ("phony-install", "no-destdir", "prefix-fixed") for f in faults)
+    difficulty = "easy" if score == 0 else "medium" if score <= 2 else "hard"
+    return Instance(
+        instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
+        variant=f"{subject}/{'+'.join(faults)}", files=files, executable=(f"{subject}/install",),
+        test_files={"h2_cproj.py": source(h2_cproj)},
+        tags=("make", "install", "destdir"), image="dev", oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("make-install-fix", "build-repair", "train",
+                       "a C project's install/uninstall rules with one to five faults (dirs, build "
+                       "prerequisite, .PHONY vs a file named install, DESTDIR, modes, man dir, "
+                       "fixed bindir, leftovers), installed into staging dirs by the tests",
+                       _make_install_fix))
