@@ -161,3 +161,127 @@ configuration, not the inventory.
 FAMILIES.append(Family("sys-name-tables", "sysadmin", "train",
                        "fill /etc/hosts, /etc/services or /etc/networks from an inventory (csv, json, "
                        "ini) with aliases and retired entries, checked through getent", _name_tables))
+
+
+# ------------------------------------------------------------------ sys-alternatives
+# Several installed versions of a tool under /app/opt, to be registered with update-alternatives
+# (priorities from a rule, auto or a pinned manual choice, a slave link). The tests query the
+# alternatives system and run the tool through its link.
+
+_ALT_TESTS = '''"""Queries update-alternatives and runs the tool through its generic link."""
+
+import re
+import subprocess
+
+import pytest
+
+E = __EXPECTED__
+
+
+def query(name):
+    r = subprocess.run(["update-alternatives", "--query", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    head, *alts = r.stdout.split("\\n\\n")
+    info = dict(re.findall(r"^([A-Za-z ]+): (.*)$", head, re.M))
+    entries = {}
+    for block in alts:
+        f = dict(re.findall(r"^([A-Za-z ]+): (.*)$", block, re.M))
+        if "Alternative" in f:
+            entries[f["Alternative"]] = (int(f["Priority"]), re.findall(r"^ (\\S+) (\\S+)$", block, re.M))
+    return info, entries
+
+
+@pytest.mark.weight(2)
+def test_registered_with_priorities():
+    q = query(E["name"])
+    assert q, f"no alternatives group {E['name']}"
+    assert q[0].get("Link") == E["link"]
+    assert {k: v[0] for k, v in q[1].items()} == E["priorities"], "wrong alternatives or priorities"
+
+
+@pytest.mark.weight(2)
+def test_selection():
+    q = query(E["name"])
+    assert q, f"no alternatives group {E['name']}"
+    assert q[0].get("Status") == E["status"] and q[0].get("Value") == E["value"]
+
+
+@pytest.mark.weight(1)
+def test_link_runs_the_chosen_version():
+    r = subprocess.run([E["link"], "--version"], capture_output=True, text=True)
+    assert r.stdout.strip() == E["version_out"]
+'''
+
+_ALT_SLAVE = '''
+
+@pytest.mark.weight(1)
+def test_companion_follows():
+    q = query(E["name"])
+    assert q and q[1], f"no alternatives group {E['name']}"
+    for alt, (prio, slaves) in q[1].items():
+        assert slaves == [(E["slave_name"], E["slaves"].get(alt))], f"slave link of {alt}"
+    r = subprocess.run([E["slave_link"], "--version"], capture_output=True, text=True)
+    assert r.stdout.strip() == E["slave_out"]
+'''
+
+
+def _alternatives(rng: random.Random, index: int) -> Instance:
+    variant = rng.choice(["auto-highest", "manual-pin", "slave-auto", "slave-pin"])
+    tool = rng.choice(["pyfmt", "tilec", "gridctl", "vaultsh", "logq", "mdconv"])
+    versions = sorted({(a, b): (a, b, rng.randint(0, 9)) for a, b in
+                       ((rng.randint(1, 4), rng.randint(0, 12)) for _ in range(4))}.values())
+    files, paths = {}, {}
+    for v in versions:
+        vs = ".".join(map(str, v))
+        p = f"/app/opt/{tool}-{vs}/bin/{tool}"
+        paths[vs] = p
+        files[p[5:]] = f"#!/bin/sh\necho \"{tool} {vs}\"\n"
+        files[p[5:] + "-admin"] = f"#!/bin/sh\necho \"{tool}-admin {vs}\"\n"
+    rule = rng.choice(["major*100+minor", "major*1000+minor*10+patch"])
+    prio = {vs: (v[0] * 100 + v[1] if rule == "major*100+minor" else v[0] * 1000 + v[1] * 10 + v[2])
+            for vs, v in ((".".join(map(str, v)), v) for v in versions)}
+    link = f"/usr/local/bin/{tool}"
+    pin = rng.choice(sorted(paths)[:-1])
+    manual = variant.endswith("pin")
+    chosen = pin if manual else max(prio, key=lambda k: prio[k])
+    slave = variant.startswith("slave")
+    e = {"name": tool, "link": link, "priorities": {paths[k]: prio[k] for k in paths},
+         "status": "manual" if manual else "auto", "value": paths[chosen],
+         "version_out": f"{tool} {chosen}", "slave_name": f"{tool}-admin",
+         "slave_link": f"/usr/local/bin/{tool}-admin", "slaves": {paths[k]: paths[k] + "-admin" for k in paths},
+         "slave_out": f"{tool}-admin {chosen}"}
+    sel = (f"The generic command must stay on version {pin} (the team's pinned version) even if a "
+           "higher-priority version is registered later." if manual else
+           "The system must pick the version with the highest priority by itself, now and whenever "
+           "versions are added later.")
+    sl = (f" Each version also ships `{tool}-admin` next to `{tool}`; `/usr/local/bin/{tool}-admin` "
+          f"must always run the `{tool}-admin` of the version that `{tool}` runs (a slave link named "
+          f"`{tool}-admin` in the same group)." if slave else "")
+    instruction = f"""\
+Several versions of `{tool}` are installed under `/app/opt/{tool}-VERSION/bin/`. Register every one of
+them with the Debian alternatives system (`update-alternatives`) as alternatives of the group `{tool}`
+with the generic link `{link}`, with the priority `{rule}` of its version (e.g. 2.10.3 has
+{"210" if rule == "major*100+minor" else "2103"}).{sl}
+
+{sel}
+"""
+    sol = []
+    for vs, p in paths.items():
+        extra = f" --slave /usr/local/bin/{tool}-admin {tool}-admin {p}-admin" if slave else ""
+        sol.append(f"update-alternatives --install {link} {tool} {p} {prio[vs]}{extra}")
+    if manual:
+        sol.append(f"update-alternatives --set {tool} {paths[pin]}")
+    tests = _ALT_TESTS.replace("__EXPECTED__", repr(e)) + (_ALT_SLAVE if slave else "")
+    difficulty = {"auto-highest": "easy", "manual-pin": "easy", "slave-auto": "medium",
+                  "slave-pin": "medium"}[variant]
+    return Instance(
+        instruction=instruction, tests=tests, solution="\n".join(sol) + "\n", difficulty=difficulty,
+        variant=f"{variant}/{rule}", files=files, executable=tuple(sorted(files)),
+        tags=("update-alternatives", "debian"), oracle_turns=len(sol),
+    )
+
+
+FAMILIES.append(Family("sys-alternatives", "sysadmin", "train",
+                       "register installed tool versions with update-alternatives: priorities from "
+                       "a rule, automatic or pinned choice, slave links", _alternatives))
