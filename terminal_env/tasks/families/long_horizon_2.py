@@ -7,7 +7,7 @@ import json
 import random
 
 from .base import Family, Instance
-from .support import h4_conf, source
+from .support import h4_conf, h4_jobs, source
 
 FAMILIES: list[Family] = []
 
@@ -245,3 +245,183 @@ The report will be run with other settings files in the new format and other inp
 FAMILIES.append(Family("conf-migrate", "long-horizon", "train",
                        "migrate a project's INI settings (plain, DEFAULT section, interpolation) to JSON "
                        "or TOML: file, loader, env override, tests green; hidden settings", _conf_migrate))
+
+# ------------------------------------------------------------------ job-runner
+# A runner for a graph of shell jobs (JSON or INI spec): dependency order with ties by name, a
+# failure policy (stop, or skip the dependents), cycles and unknown deps refused; then the sample
+# graph run. The tests run the runner on hidden graphs and read the trace the jobs leave.
+
+_POLICY = {
+    "stop": "When a job fails, run nothing more: the log ends with its `failed` line.",
+    "skip": "When a job fails, keep going: a job any of whose dependencies failed or was skipped is "
+            "not run; it takes its turn in the order like any other job, and its log line is "
+            "`NAME skipped`.",
+}
+
+_JOB_TESTS = '''"""Runs the agent's job runner on hidden job graphs; checks which jobs ran, in which order, the
+log and the exit status."""
+
+import json
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from h4_jobs import make_graph, simulate, to_ini, to_json
+
+E = json.loads(Path(__file__).with_name("expected.json").read_text())
+FMT, POLICY, PROG = E["fmt"], E["policy"], E["prog"]
+
+
+def run_graph(jobs, codes, seed):
+    d = Path(tempfile.mkdtemp())
+    spec = d / f"jobs.{FMT}"
+    spec.write_text((to_json if FMT == "json" else to_ini)(jobs, codes, random.Random(seed)))
+    r = subprocess.run(["python3", PROG, str(spec)], capture_output=True, text=True, timeout=120, cwd="/tmp")
+    trace = (d / "trace.txt").read_text().split() if (d / "trace.txt").exists() else []
+    log = (d / "run.log").read_text().splitlines() if (d / "run.log").exists() else None
+    return r.returncode, trace, log
+
+
+def check(jobs, codes, seed):
+    want_log, want_code, want_ran = simulate(jobs, codes, POLICY)
+    code, trace, log = run_graph(jobs, codes, seed)
+    assert code == want_code, f"exit status {code}, expected {want_code} (graph {jobs}, codes {codes})"
+    assert trace == want_ran, f"jobs ran {trace}, expected {want_ran}"
+    if want_code != 2:
+        assert log == want_log, f"run.log {log}, expected {want_log}"
+
+
+@pytest.mark.weight(1)
+def test_sample_log():
+    want_log, _, _ = simulate(E["jobs"], E["codes"], POLICY)
+    assert (Path(E["dir"]) / "run.log").read_text().splitlines() == want_log, "the sample's run.log"
+
+
+@pytest.mark.weight(2)
+def test_order_without_failures():
+    rng = random.Random(61)
+    for i in range(4):
+        jobs, codes = make_graph(rng, rng.randint(5, 12), fail_rate=0)
+        check(jobs, codes, i)
+
+
+@pytest.mark.weight(2)
+def test_failure_policy():
+    rng = random.Random(62)
+    for i in range(5):
+        jobs, codes = make_graph(rng, rng.randint(6, 12), fail_rate=0.3)
+        codes[sorted(jobs)[0]] = 0
+        codes[rng.choice(sorted(jobs))] = 3
+        check(jobs, codes, i)
+
+
+@pytest.mark.weight(1)
+def test_bad_graphs_run_nothing():
+    rng = random.Random(63)
+    jobs, codes = make_graph(rng, 7, fail_rate=0)
+    check(jobs, codes, 0)
+    jobs[sorted(jobs)[0]] = sorted(jobs)[:1]
+    check(jobs, codes, 3)
+    jobs, codes = make_graph(rng, 7, cycle=True, fail_rate=0)
+    check(jobs, codes, 1)
+    jobs, codes = make_graph(rng, 5, fail_rate=0)
+    jobs[sorted(jobs)[2]] = jobs[sorted(jobs)[2]] + ["ghost"]
+    check(jobs, codes, 2)
+'''
+
+_RUNNER = '''import configparser, heapq, json, subprocess, sys
+from pathlib import Path
+spec = Path(sys.argv[1])
+if spec.suffix == ".json":
+    jobs = {n: (j["cmd"], list(j.get("deps", []))) for n, j in json.loads(spec.read_text())["jobs"].items()}
+else:
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.read_string(spec.read_text())
+    jobs = {n: (cp[n]["cmd"], [d.strip() for d in cp[n].get("deps", "").split(",") if d.strip()]) for n in cp.sections()}
+if any(d not in jobs for _, deps in jobs.values() for d in deps):
+    print("unknown dependency", file=sys.stderr)
+    sys.exit(2)
+indeg = {n: len(set(d)) for n, (_, d) in jobs.items()}
+users = {n: [] for n in jobs}
+for n, (_, deps) in jobs.items():
+    for d in set(deps):
+        users[d].append(n)
+order, ready = [], sorted(n for n, k in indeg.items() if k == 0)
+heapq.heapify(ready)
+while ready:
+    n = heapq.heappop(ready)
+    order.append(n)
+    for u in users[n]:
+        indeg[u] -= 1
+        if indeg[u] == 0:
+            heapq.heappush(ready, u)
+if len(order) < len(jobs):
+    print("cycle", file=sys.stderr)
+    sys.exit(2)
+state, failed = {}, False
+with open(spec.parent / "run.log", "w") as log:
+    for n in order:
+        cmd, deps = jobs[n]
+        if any(state[d] != "ok" for d in deps):
+            state[n] = "skipped"
+            log.write(f"{n} skipped\\n")
+            continue
+        code = subprocess.run(["sh", "-c", cmd], cwd=spec.parent).returncode
+        state[n] = "ok" if code == 0 else "failed"
+        log.write(f"{n} ok\\n" if code == 0 else f"{n} failed {code}\\n")
+        if code:
+            failed = True
+            if __POLICY__ == "stop":
+                break
+sys.exit(1 if failed else 0)
+'''
+
+
+def _job_runner(rng: random.Random, index: int) -> Instance:
+    fmt = rng.choice(["json", "ini"])
+    policy = rng.choice(["stop", "skip"])
+    where = rng.choice(["ci", "nightly", "deploy"])
+    prog = f"/app/{where}/runjobs.py"
+    jobs, codes = h4_jobs.make_graph(rng, rng.randint(7, 11), fail_rate=0.15)
+    spec_text = (h4_jobs.to_json if fmt == "json" else h4_jobs.to_ini)(jobs, codes, rng)
+    fmt_text = ('`{"jobs": {NAME: {"cmd": SHELL_COMMAND, "deps": [NAME, ...]}}}` (`deps` may be '
+                'absent)' if fmt == "json" else
+                "INI: one section `[NAME]` per job with the keys `cmd` (a shell command) and, "
+                "optionally, `deps` (names separated by commas); values are taken literally")
+    instruction = f"""\
+Write `{prog}`, a job runner (Python 3, standard library only): `python3 {prog} SPEC` reads a job
+graph from the file SPEC, in {fmt_text}, and runs the jobs' commands with `sh -c`, each in the
+directory that holds SPEC.
+
+- Order: a job runs only after all its dependencies have run; whenever several jobs are ready,
+  the one whose name comes first (plain string order) goes first.
+- A job fails when its command exits with a non-zero status. {_POLICY[policy]}
+- The runner writes `run.log` next to SPEC: one line per job that took its turn, in order: `NAME ok`
+  or `NAME failed STATUS`{' or `NAME skipped`' if policy == 'skip' else ''}.
+- Exit status: 0 when every job succeeded, 1 when a job failed. A dependency on a job that does
+  not exist, or a dependency cycle, is an error: exit status 2, a message on standard error, and
+  no job is run.
+
+Then run it on `/app/{where}/jobs.{fmt}` so that `/app/{where}/run.log` is that graph's log. The
+runner will also be run on other graphs.
+"""
+    solution = (f"cat > {prog} <<'PY_EOF'\n{_RUNNER.replace('__POLICY__', repr(policy))}PY_EOF\n"
+                f"python3 {prog} /app/{where}/jobs.{fmt} || true\n")
+    expected = {"fmt": fmt, "policy": policy, "prog": prog, "dir": f"/app/{where}", "jobs": jobs, "codes": codes}
+    traps = int(policy == "skip") + int(fmt == "ini")
+    total = 2 + 1 + traps
+    return Instance(
+        instruction=instruction, tests=_JOB_TESTS, solution=solution,
+        difficulty="medium" if total <= 4 else "hard",
+        variant=f"{fmt}/{policy}", files={f"{where}/jobs.{fmt}": spec_text},
+        test_files={"expected.json": json.dumps(expected), "h4_jobs.py": source(h4_jobs)},
+        tags=("jobs", "dependencies", fmt), oracle_turns=2,
+    )
+
+
+FAMILIES.append(Family("job-runner", "long-horizon", "train",
+                       "a dependency-ordered shell job runner (JSON or INI graph; stop or skip on "
+                       "failure; cycles refused), run on hidden graphs", _job_runner))
