@@ -2,6 +2,7 @@
 tickets), each a state machine over a JSON store driven by subcommands, and random command
 sequences to drive them with."""
 
+import copy
 import re
 
 
@@ -131,7 +132,6 @@ EXTRA = {"stock": "low", "budget": "undo", "tickets": "stats"}
 
 def apply(tool, st, argv):
     """(exit code, stdout text) of one command; st is changed only on success."""
-    import copy
     trial = copy.deepcopy(st)
     try:
         out = TOOLS[tool](trial, argv) if argv else (_ for _ in ()).throw(Fail(2, "usage"))
