@@ -435,7 +435,7 @@ install will be tried in fresh copies with other `DESTDIR` and `PREFIX` values.
     tests = (h2_install.TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
              .replace("__BIN__", repr(b)))
     score = (len(faults) >= 4) + sum(f in ("phony-install", "no-destdir", "prefix-fixed") for f in faults)
-    difficulty = "easy" if score == 0 else "medium" if score <= 2 else "hard"
+    difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
         variant=f"{subject}/{'+'.join(faults)}", files=files, executable=(f"{subject}/install",),
