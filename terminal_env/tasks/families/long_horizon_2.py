@@ -269,7 +269,7 @@ from pathlib import Path
 
 import pytest
 
-from h4_jobs import make_graph, simulate, to_ini, to_json
+from h4_jobs import make_graph, simulate, to_ini, to_json, to_txt
 
 E = json.loads(Path(__file__).with_name("expected.json").read_text())
 FMT, POLICY, PROG = E["fmt"], E["policy"], E["prog"]
@@ -278,7 +278,7 @@ FMT, POLICY, PROG = E["fmt"], E["policy"], E["prog"]
 def run_graph(jobs, codes, seed):
     d = Path(tempfile.mkdtemp())
     spec = d / f"jobs.{FMT}"
-    spec.write_text((to_json if FMT == "json" else to_ini)(jobs, codes, random.Random(seed)))
+    spec.write_text({"json": to_json, "ini": to_ini, "txt": to_txt}[FMT](jobs, codes, random.Random(seed)))
     r = subprocess.run(["python3", PROG, str(spec)], capture_output=True, text=True, timeout=120, cwd="/tmp")
     trace = (d / "trace.txt").read_text().split() if (d / "trace.txt").exists() else []
     log = (d / "run.log").read_text().splitlines() if (d / "run.log").exists() else None
@@ -337,6 +337,14 @@ from pathlib import Path
 spec = Path(sys.argv[1])
 if spec.suffix == ".json":
     jobs = {n: (j["cmd"], list(j.get("deps", []))) for n, j in json.loads(spec.read_text())["jobs"].items()}
+elif spec.suffix == ".txt":
+    jobs, name = {}, None
+    for line in spec.read_text().splitlines():
+        if line.startswith("\t") and name:
+            jobs[name] = (line[1:], jobs[name][1])
+        elif line.strip():
+            name, _, deps = line.partition(":")
+            jobs[name] = ("", deps.split())
 else:
     cp = configparser.ConfigParser(interpolation=None)
     cp.read_string(spec.read_text())
@@ -381,16 +389,20 @@ sys.exit(1 if failed else 0)
 
 
 def _job_runner(rng: random.Random, index: int) -> Instance:
-    fmt = rng.choice(["json", "ini"])
+    fmt = rng.choice(["json", "ini", "txt"])
     policy = rng.choice(["stop", "skip"])
     where = rng.choice(["ci", "nightly", "deploy"])
     prog = f"/app/{where}/runjobs.py"
     jobs, codes = h4_jobs.make_graph(rng, rng.randint(7, 11), fail_rate=0.15)
-    spec_text = (h4_jobs.to_json if fmt == "json" else h4_jobs.to_ini)(jobs, codes, rng)
-    fmt_text = ('`{"jobs": {NAME: {"cmd": SHELL_COMMAND, "deps": [NAME, ...]}}}` (`deps` may be '
-                'absent)' if fmt == "json" else
-                "INI: one section `[NAME]` per job with the keys `cmd` (a shell command) and, "
-                "optionally, `deps` (names separated by commas); values are taken literally")
+    spec_text = {"json": h4_jobs.to_json, "ini": h4_jobs.to_ini, "txt": h4_jobs.to_txt}[fmt](jobs, codes, rng)
+    fmt_text = {
+        "json": '`{"jobs": {NAME: {"cmd": SHELL_COMMAND, "deps": [NAME, ...]}}}` (`deps` may be absent)',
+        "ini": "INI: one section `[NAME]` per job with the keys `cmd` (a shell command) and, "
+               "optionally, `deps` (names separated by commas); values are taken literally",
+        "txt": "a make-like text: per job a line `NAME: DEP DEP ...` (no dependencies: `NAME:`) "
+               "followed by one line holding its shell command after a tab; blank lines between "
+               "jobs",
+    }[fmt]
     instruction = f"""\
 Write `{prog}`, a job runner (Python 3, standard library only): `python3 {prog} SPEC` reads a job
 graph from the file SPEC, in {fmt_text}, and runs the jobs' commands with `sh -c`, each in the
@@ -411,7 +423,7 @@ runner will also be run on other graphs.
     solution = (f"cat > {prog} <<'PY_EOF'\n{_RUNNER.replace('__POLICY__', repr(policy))}PY_EOF\n"
                 f"python3 {prog} /app/{where}/jobs.{fmt} || true\n")
     expected = {"fmt": fmt, "policy": policy, "prog": prog, "dir": f"/app/{where}", "jobs": jobs, "codes": codes}
-    traps = int(policy == "skip") + int(fmt == "ini")
+    traps = int(policy == "skip") + int(fmt != "json")
     total = 2 + 1 + traps
     return Instance(
         instruction=instruction, tests=_JOB_TESTS, solution=solution,
@@ -423,5 +435,5 @@ runner will also be run on other graphs.
 
 
 FAMILIES.append(Family("job-runner", "long-horizon", "train",
-                       "a dependency-ordered shell job runner (JSON or INI graph; stop or skip on "
+                       "a dependency-ordered shell job runner (JSON, INI or make-like graph; stop or skip on "
                        "failure; cycles refused), run on hidden graphs", _job_runner))

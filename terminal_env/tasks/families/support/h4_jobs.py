@@ -70,3 +70,9 @@ def to_ini(jobs, codes, rng):
     for n, d in items:
         out.append(f"[{n}]\ncmd = {cmd(n, codes[n])}\n" + (f"deps = {', '.join(d)}\n" if d else ""))
     return "\n".join(out)
+
+
+def to_txt(jobs, codes, rng):
+    items = list(jobs.items())
+    rng.shuffle(items)
+    return "".join(f"{n}:{''.join(' ' + x for x in d)}\n\t{cmd(n, codes[n])}\n\n" for n, d in items)
