@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support import h2_codegen, h2_cproj, h2_install, source
+from .support import h2_cmproj, h2_codegen, h2_cproj, source
 
 FAMILIES: list[Family] = []
 
@@ -207,7 +207,7 @@ _CMAKE_FAULTS = {
     "missing-libm": ("target_link_libraries({b} PRIVATE m)\n", ""),
     "include-dir": ("SOURCE_DIR}/include", "SOURCE_DIR}/inc"),
     "output-name": ("install(", "set_target_properties({b} PROPERTIES OUTPUT_NAME {b}_app)\ninstall("),
-    "build-tree-include": ("${CMAKE_CURRENT_SOURCE_DIR}/include", "${CMAKE_BINARY_DIR}/../include"),
+    "build-tree-include": ("${CMAKE_CURRENT_SOURCE_DIR}/include", "${CMAKE_OUTNAME_DIR}/../include"),
     "install-dest": ("DESTINATION bin", "DESTINATION lib/{b}"),
 }
 _CMAKE_SILENT = ("output-name", "build-tree-include", "install-dest")
@@ -218,34 +218,48 @@ source tree), installs, and runs the program on hidden inputs."""
 import random
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from h2_cproj import make_input, project
-
-SUBJECT = __SUBJECT__
-KNOB = __KNOB__
-BINARY = __BINARY__
-APP = Path("/app") / SUBJECT
+PROJ = __PROJ__
+SETTING = __SETTING__
+OUTNAME = __OUTNAME__
+APP = Path("/app") / PROJ
 
 
 def reference():
     d = Path(tempfile.mkdtemp())
-    for rel, text in project(SUBJECT, KNOB).items():
-        (d / rel).parent.mkdir(parents=True, exist_ok=True)
-        (d / rel).write_text(text)
+    with tarfile.open(Path(__file__).with_name("reference.tar.gz")) as tar:
+        tar.extractall(d)
     srcs = sorted(str(p) for p in (d / "src").glob("*.c"))
     subprocess.run(["gcc", "-I", str(d / "include"), *srcs, "-o", str(d / "ref"), "-lm"],
                    check=True, timeout=120)
     return d / "ref"
 
 
+def stdin_for(name, rng, size=1):
+    n = 6 + 6 * size
+    if name == "polyeval":
+        k = rng.randint(2, 4)
+        coefs = [rng.randint(-9, 9) for _ in range(k)] + [rng.choice([1, -1, 2])]
+        xs = [round(rng.uniform(-5, 5), 2) for _ in range(n)]
+        return f"{len(coefs)}\\n{' '.join(map(str, coefs))}\\n{' '.join(map(str, xs))}\\n"
+    out = []
+    for _ in range(n):
+        k = rng.choice([10, 12, 16])
+        out.append("".join(str(rng.randint(0, 9)) for _ in range(k)))
+    out += ["79927398713", "0306406152", "123456789X"]
+    rng.shuffle(out)
+    return "\\n".join(out) + "\\n"
+
+
 def fresh_copy():
-    d = Path(tempfile.mkdtemp()) / SUBJECT
+    d = Path(tempfile.mkdtemp()) / PROJ
     shutil.copytree(APP, d, ignore=shutil.ignore_patterns("build", "build-*", "CMakeCache.txt",
-                                                          "CMakeFiles", "*.o", BINARY))
+                                                          "CMakeFiles", "*.o", OUTNAME))
     return d
 
 
@@ -259,11 +273,11 @@ def build(src, out, *extra):
     run("cmake", "--build", str(out))
 
 
-def same_output(binary, seeds):
+def matches_reference(binary, seeds):
     assert binary.is_file(), f"no program at {binary}"
     ref = reference()
     for seed in seeds:
-        text = make_input(SUBJECT, random.Random(seed), 2)
+        text = stdin_for(PROJ, random.Random(seed), 2)
         got = subprocess.run([str(binary)], input=text, capture_output=True, text=True, timeout=60)
         want = subprocess.run([str(ref)], input=text, capture_output=True, text=True, timeout=60)
         assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {seed}"
@@ -273,7 +287,7 @@ def same_output(binary, seeds):
 def test_build_in_tree():
     d = fresh_copy()
     build(d, d / "build")
-    same_output(d / "build" / BINARY, range(5))
+    matches_reference(d / "build" / OUTNAME, range(5))
 
 
 @pytest.mark.weight(1)
@@ -281,7 +295,7 @@ def test_build_outside_tree():
     d = fresh_copy()
     out = Path(tempfile.mkdtemp()) / "elsewhere" / "b"
     build(d, out, "-DCMAKE_BUILD_TYPE=Release")
-    same_output(out / BINARY, range(10, 13))
+    matches_reference(out / OUTNAME, range(10, 13))
 
 
 @pytest.mark.weight(1)
@@ -290,16 +304,16 @@ def test_install():
     build(d, d / "build")
     prefix = Path(tempfile.mkdtemp()) / "prefix"
     run("cmake", "--install", str(d / "build"), "--prefix", str(prefix))
-    same_output(prefix / "bin" / BINARY, [20, 21])
+    matches_reference(prefix / "bin" / OUTNAME, [20, 21])
 '''
 
 
 def _cmake_fault_fix(rng: random.Random, index: int) -> Instance:
-    subject = rng.choice(["polyeval", "luhncheck"])
-    spec = h2_cproj.SUBJECTS[subject]
-    b = spec["binary"]
-    m1, m2 = spec["modules"]
-    knob = rng.choice(spec["knobs"])
+    proj = rng.choice(["polyeval", "luhncheck"])
+    spec = h2_cmproj.PROGRAMS[proj]
+    b = spec["exe"]
+    m1, m2 = spec["units"]
+    setting = rng.choice(spec["settings"])
     silent = [f for f in _CMAKE_SILENT if rng.random() < 0.45]
     loud = [f for f in _CMAKE_FAULTS if f not in _CMAKE_SILENT
             and not (f == "include-dir" and "build-tree-include" in silent)]
@@ -310,10 +324,10 @@ def _cmake_fault_fix(rng: random.Random, index: int) -> Instance:
         old, new = (t.replace("{b}", b).replace("{m2}", m2) for t in _CMAKE_FAULTS[f])
         assert old in bad, (f, old)
         bad = bad.replace(old, new, 1)
-    files = {f"{subject}/{p}": t for p, t in h2_cproj.project(subject, knob).items()}
-    files[f"{subject}/CMakeLists.txt"] = bad
-    files[f"{subject}/sample.txt"] = h2_cproj.make_input(subject, rng, 1)
-    app = f"/app/{subject}"
+    files = {f"{proj}/{p}": t for p, t in h2_cmproj.sources(proj, setting).items()}
+    files[f"{proj}/CMakeLists.txt"] = bad
+    files[f"{proj}/sample.txt"] = h2_cmproj.stdin_for(proj, rng, 1)
+    app = f"/app/{proj}"
     instruction = f"""\
 `{app}` is a small C program (sources in `src/`, headers in `include/`) with a CMake build,
 `{app}/CMakeLists.txt`, that does not work. Fix `CMakeLists.txt` (not the C sources) so that, for
@@ -330,15 +344,15 @@ The installed CMake is the one in this image. The program reads its input from s
 """
     solution = (f"cat > {app}/CMakeLists.txt <<'EOF_CMAKE'\n{good}EOF_CMAKE\n"
                 f"cd {app} && rm -rf build && cmake -S . -B build && cmake --build build\n")
-    tests = (_CMAKE_TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
-             .replace("__BINARY__", repr(b)))
+    tests = (_CMAKE_TESTS.replace("__PROJ__", repr(proj)).replace("__SETTING__", repr(setting))
+             .replace("__OUTNAME__", repr(b)))
     score = (len(faults) >= 4) + len(silent)
     difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
-        variant=f"{subject}/{'+'.join(faults)}", files=files,
-        test_files={"h2_cproj.py": source(h2_cproj)},
-        tags=("cmake", "c", subject), image="dev", oracle_turns=2, verifier_timeout_sec=300.0,
+        variant=f"{proj}/{'+'.join(faults)}", files=files,
+        test_files={"reference.tar.gz": h2_cmproj.archive(proj, setting)},
+        tags=("cmake", "c", proj), image="dev", oracle_turns=2, verifier_timeout_sec=300.0,
     )
 
 
@@ -396,56 +410,3 @@ FAMILIES.append(Family("make-codegen-fix", "build-repair", "train",
                        "four faults (prerequisites of generated files, -I, $@, mkdir, default goal, "
                        "$<), built fresh and with -j by the tests after table changes",
                        _make_codegen_fix))
-
-# ------------------------------------------------------------------ make-install-fix
-# A C project (bitstats or wordshape) that builds, but whose install/uninstall rules have one to
-# four faults (no directories, no build prerequisite, a file named `install` without .PHONY, no
-# DESTDIR, modes, man directory, a fixed bin directory, uninstall leftovers). The tests install
-# fresh copies into staging directories with several prefixes and run the installed program.
-
-
-def _make_install_fix(rng: random.Random, index: int) -> Instance:
-    subject = rng.choice(["bitstats", "wordshape"])
-    spec = h2_cproj.SUBJECTS[subject]
-    b, knob = spec["binary"], rng.choice(spec["knobs"])
-    quiet = [f for f in sorted(h2_install.FAULTS) if f not in h2_install.LOUD]
-    faults = sorted(rng.sample(h2_install.LOUD, rng.choice([1, 1, 2])) + rng.sample(quiet, rng.choice([0, 1, 2, 3])))
-    files = {f"{subject}/{p}": t for p, t in h2_cproj.project(subject, knob).items()}
-    files.update({f"{subject}/Makefile": h2_install.makefile(b, faults), f"{subject}/doc/{b}.1": h2_install.manpage(b),
-                  f"{subject}/install": h2_install.INSTALL_SCRIPT,
-                  f"{subject}/sample.txt": h2_cproj.make_input(subject, rng, 1)})
-    app = f"/app/{subject}"
-    instruction = f"""\
-`{app}` is a small C program, `{b}` (sources in `src/`, headers in `include/`, its man page in
-`doc/{b}.1`), built by `{app}/Makefile`; try `{app}/{b} < {app}/sample.txt` after `make`. Packagers
-report that its installation is broken. Fix the Makefile so that, in a fresh copy of `{app}`
-without build products, and with `PREFIX` (default `/usr/local`) and `DESTDIR` (default empty)
-given on the make command line:
-
-- `make install` builds the program if needed and installs it as `$(DESTDIR)$(PREFIX)/bin/{b}`
-  (mode 0755) and the man page as `$(DESTDIR)$(PREFIX)/share/man/man1/{b}.1` (mode 0644),
-  creating the directories, and writes nothing outside `$(DESTDIR)`;
-- `make uninstall` (with the same variables) removes both installed files.
-
-Keep the build itself (`make`, `make clean`) and the files of the project as they are. The
-install will be tried in fresh copies with other `DESTDIR` and `PREFIX` values.
-"""
-    solution = (f"cat > {app}/Makefile <<'EOF_MAKE'\n{h2_install.makefile(b, ())}EOF_MAKE\n"
-                f"cd {app} && make clean && make\n")
-    tests = (h2_install.TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
-             .replace("__BIN__", repr(b)))
-    score = (len(faults) >= 4) + sum(f in ("phony-install", "no-destdir", "prefix-fixed") for f in faults)
-    difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
-    return Instance(
-        instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
-        variant=f"{subject}/{'+'.join(faults)}", files=files, executable=(f"{subject}/install",),
-        test_files={"h2_cproj.py": source(h2_cproj)},
-        tags=("make", "install", "destdir"), image="dev", oracle_turns=2,
-    )
-
-
-FAMILIES.append(Family("make-install-fix", "build-repair", "train",
-                       "a C project's install/uninstall rules with one to five faults (dirs, build "
-                       "prerequisite, .PHONY vs a file named install, DESTDIR, modes, man dir, "
-                       "fixed bindir, leftovers), installed into staging dirs by the tests",
-                       _make_install_fix))
