@@ -112,7 +112,7 @@ FAMILIES.append(Family("py-tool-bugfix", "debugging", "train",
 # pointer, char vs EOF, floor division, aliased buffers, ...). The tests compile the agent's
 # source themselves and compare it with the reference on hidden inputs.
 
-_C_TESTS = '''"""Compiles the fixed program and the reference, runs both on hidden inputs."""
+_C_TESTS = '''"""gcc builds the repaired source and the reference; both read the same unseen files."""
 
 import functools
 import random
@@ -122,7 +122,7 @@ from pathlib import Path
 
 import pytest
 
-from h2_cbugs import make_input, render
+from h2_cbugs import input_bytes, program_text
 
 PROG = __PROG__
 SOURCE = __SOURCE__
@@ -131,7 +131,7 @@ SOURCE = __SOURCE__
 @functools.lru_cache(maxsize=None)
 def binaries():
     d = Path(tempfile.mkdtemp())
-    (d / "ref.c").write_text(render(PROG, ()))
+    (d / "ref.c").write_text(program_text(PROG, ()))
     subprocess.run(["gcc", "-O1", "-o", str(d / "ref"), str(d / "ref.c")], check=True, timeout=120)
     r = subprocess.run(["gcc", "-O1", "-o", str(d / "fixed"), SOURCE], capture_output=True, text=True,
                        timeout=120)
@@ -139,10 +139,10 @@ def binaries():
     return d / "ref", d / "fixed"
 
 
-def outputs(seed, size):
+def both(seed, size):
     ref, fixed = binaries()
     d = Path(tempfile.mkdtemp())
-    (d / "input").write_bytes(make_input(PROG, random.Random(seed), size))
+    (d / "input").write_bytes(input_bytes(PROG, random.Random(seed), size))
     want = subprocess.run([str(ref), str(d / "input")], capture_output=True, timeout=60)
     got = subprocess.run([str(fixed), str(d / "input")], capture_output=True, timeout=60)
     assert got.returncode == 0, f"exit {got.returncode}: {got.stderr[-500:]!r}"
@@ -150,58 +150,57 @@ def outputs(seed, size):
 
 
 @pytest.mark.weight(1)
-def test_small_inputs():
+def test_short_files():
     for seed in (21, 22, 23):
-        got, want = outputs(seed, 1)
-        assert got == want, f"wrong output on a small input:\\n{got}\\nexpected:\\n{want}"
+        got, want = both(seed, 1)
+        assert got == want, f"differs from the reference on a short file:\\n{got}\\nexpected:\\n{want}"
 
 
 @pytest.mark.weight(2)
-def test_hidden_inputs():
+def test_unseen_files():
     for seed in range(300, 306):
-        got, want = outputs(seed, 2)
-        assert got == want, f"wrong output on hidden input {seed - 300}"
+        got, want = both(seed, 2)
+        assert got == want, f"differs from the reference on unseen file {seed - 300}"
 
 
 @pytest.mark.weight(1)
-def test_larger_inputs():
+def test_big_files():
     for seed in (700, 701, 702):
-        got, want = outputs(seed, 5)
-        assert got == want, "wrong output on a larger input"
+        got, want = both(seed, 5)
+        assert got == want, "differs from the reference on a big file"
 '''
 
 
 def _c_prog_bugfix(rng: random.Random, index: int) -> Instance:
     prog = rng.choice(sorted(h2_cbugs.PROGS))
-    nbugs = rng.choice([1, 2, 2, 3, 3])
-    bugs = sorted(rng.sample(h2_cbugs.bug_sites(prog), nbugs))
-    told = bugs if nbugs < 3 else [rng.choice(bugs)]
+    ndefects = rng.choice([1, 2, 2, 3, 3])
+    defects = sorted(rng.sample(h2_cbugs.defect_names(prog), ndefects))
+    told = defects if ndefects < 3 else [rng.choice(defects)]
     src = f"/app/{prog}/{prog}.c"
-    reports = "\n".join(f"- {h2_cbugs.symptom(prog, b)}" for b in told)
-    more = ("" if nbugs < 3 else
-            "\nThat is the only report so far, but nobody has reviewed the program against its "
-            "specification; do not assume it is the only defect.\n")
+    reports = "\n".join(f"  * {h2_cbugs.complaint(prog, b)}" for b in told)
+    more = ("" if ndefects < 3 else
+            "\nThis is one complaint among possibly several defects: compare the whole program with the "
+            "comment at its top.\n")
     instruction = f"""\
-`{src}` is a small C program; the comment at its top is its specification. Build it with
-`gcc -O1 -o /app/{prog}/{prog} {src}` and try it on `/app/{prog}/sample.txt`.
+`{src}` is a C program whose header comment says exactly what it must print. Compile it with
+`gcc -O1 -o /app/{prog}/{prog} {src}`; `/app/{prog}/sample.txt` is an example input file.
 
-Users report:
+Bug tracker:
 {reports}
 {more}
-Fix `{src}` so that the program prints exactly what its specification says, for any valid input
-file. Keep the command line (`{prog} FILE`) and the output format; the fixed source must compile
-with the command above (C standard library only). It will be compiled from `{src}` and run on
-other inputs than the sample.
+Repair `{src}` so that `{prog} FILE` follows its header comment on every valid input file, with the
+same command line and output format, compiling with the gcc command above (C standard library
+only). The graders compile `{src}` themselves and feed the binary files you have not seen.
 """
-    solution = f"cat > {src} <<'EOF_FIXED'\n{h2_cbugs.render(prog, ())}EOF_FIXED\n" \
+    solution = f"cat > {src} <<'EOF_FIXED'\n{h2_cbugs.program_text(prog, ())}EOF_FIXED\n" \
                f"gcc -O1 -o /app/{prog}/{prog} {src}\n"
     tests = _C_TESTS.replace("__PROG__", repr(prog)).replace("__SOURCE__", repr(src))
-    difficulty = {1: "easy", 2: "medium", 3: "hard"}[nbugs]
+    difficulty = {1: "easy", 2: "medium", 3: "hard"}[ndefects]
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
-        variant=f"{prog}/{'+'.join(bugs)}",
-        files={f"{prog}/{prog}.c": h2_cbugs.render(prog, bugs),
-               f"{prog}/sample.txt": h2_cbugs.make_input(prog, rng, 2)},
+        variant=f"{prog}/{'+'.join(defects)}",
+        files={f"{prog}/{prog}.c": h2_cbugs.program_text(prog, defects),
+               f"{prog}/sample.txt": h2_cbugs.input_bytes(prog, rng, 2)},
         test_files={"h2_cbugs.py": source(h2_cbugs)},
         tags=("c", "bugfix", prog), image="dev", oracle_turns=2,
     )

@@ -1,15 +1,15 @@
-"""Small C programs with injectable bugs (the c-prog-bugfix family).
+"""Three C programs and their catalogue of defects (the c-prog-bugfix family).
 
-Each program is a template whose ``{{SITE}}`` markers take the correct or the buggy text of a bug
-site; ``render(prog, bugs)`` is the source with ``bugs`` injected, ``render(prog, ())`` the
-reference. ``make_input(prog, rng, size)`` draws an input file (bytes) that exercises every bug
-site. Standard library only."""
+A program's text has ``{{SLOT}}`` markers, each filled with the right code or with a defect;
+``program_text(prog, defects)`` fills them, ``program_text(prog, ())`` is the reference.
+``input_bytes(prog, rng, size)`` draws a file on which every defect shows. Standard library
+only."""
 
 PROGS = {}
 
-PROGS["rpn"] = dict(template=r'''/* rpn: evaluate reverse Polish expressions.
+PROGS["rpn"] = dict(text=r'''/* rpn: evaluate reverse Polish expressions.
 
-Usage: rpn FILE
+Run as: rpn FILE
 
 Each non-blank line of FILE is an expression of tokens separated by spaces: integers (optionally
 negative, like -12), the operators + - * / %, `dup` (push a copy of the top value) and `swap`
@@ -90,7 +90,7 @@ static int eval(char *line, long long *out)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: rpn FILE\n");
+        fprintf(stderr, "rpn: expected exactly one FILE argument\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "r");
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
     fclose(f);
     return 0;
 }
-''', bugs={
+''', defects={
     "negative-literal": ("SIGN", "*t == '-' && t[1]", "0", "expressions with negative numbers like `-4` print `error`"),
     "floor-division": ("FLOOR", "if (a % b != 0 && (a < 0) != (b < 0))\n        q--;", "",
                        "`/` and `%` give different results than Python for negative operands"),
@@ -120,9 +120,9 @@ int main(int argc, char **argv)
     "leftover-stack": ("END", "sp != 1", "sp < 1", "lines that leave several values on the stack print a number"),
 })
 
-PROGS["freq"] = dict(template=r'''/* freq: letter frequencies.
+PROGS["freq"] = dict(text=r'''/* freq: letter frequencies.
 
-Usage: freq FILE
+Run as: freq FILE
 
 Counts the letters A-Z of FILE, case-insensitively. FILE is ISO-8859-1 text: every byte is one
 character, and bytes outside A-Z and a-z (accented letters included) are not letters. Prints one
@@ -147,7 +147,7 @@ static int by_count(const void *pa, const void *pb)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: freq FILE\n");
+        fprintf(stderr, "freq: expected exactly one FILE argument\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "rb");
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
     printf("letters %ld\nbytes %ld\n", letters, bytes);
     return 0;
 }
-''', bugs={
+''', defects={
     "char-eof": ("CTYPE", "int", "char", "on some files the counts stop partway through the file"),
     "comparator": ("CMP", "if (a->count != b->count)\n        return a->count < b->count ? 1 : -1;\n    return a->letter - b->letter;",
                    "if (a->count != b->count)\n        return a->count < b->count ? 1 : -1;\n    return b->letter - a->letter;",
@@ -188,9 +188,9 @@ int main(int argc, char **argv)
     "last-entry": ("LAST", "26", "25", "when every letter occurs, the rarest one is missing"),
 })
 
-PROGS["tally"] = dict(template=r'''/* tally: count repeated lines.
+PROGS["tally"] = dict(text=r'''/* tally: count repeated lines.
 
-Usage: tally FILE
+Run as: tally FILE
 
 Prints each distinct line of FILE once, in the order of first occurrence, as `COUNT LINE`. Lines
 are compared exactly (case and spaces matter); the line terminator (`\n`, or nothing at the end
@@ -209,7 +209,7 @@ struct row {
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: tally FILE\n");
+        fprintf(stderr, "tally: expected exactly one FILE argument\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "r");
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
     printf("distinct %zu\n", nrows);
     return 0;
 }
-''', bugs={
+''', defects={
     "newline-strip": ("STRIP", "if (len && buf[len - 1] == '\\n')\n            buf[--len] = '\\0';",
                       "buf[len - 1] = '\\0';", "the last line of a file loses its last character"),
     "prefix-compare": ("SAME", "strcmp(rows[i].text, buf) == 0", "strncmp(rows[i].text, buf, len) == 0",
@@ -255,24 +255,24 @@ int main(int argc, char **argv)
 })
 
 
-def render(prog, bugs):
-    """The program's source with ``bugs`` (names of its bug sites) injected."""
-    text = PROGS[prog]["template"]
-    for bug, (site, good, bad, _) in PROGS[prog]["bugs"].items():
-        text = text.replace("{{" + site + "}}", bad if bug in bugs else good)
+def program_text(prog, defects):
+    """The program's source with ``defects`` in it."""
+    text = PROGS[prog]["text"]
+    for name, (site, good, bad, _) in PROGS[prog]["defects"].items():
+        text = text.replace("{{" + site + "}}", bad if name in defects else good)
     return text
 
 
-def bug_sites(prog):
-    return sorted(PROGS[prog]["bugs"])
+def defect_names(prog):
+    return sorted(PROGS[prog]["defects"])
 
 
-def symptom(prog, bug):
-    return PROGS[prog]["bugs"][bug][3]
+def complaint(prog, name):
+    return PROGS[prog]["defects"][name][3]
 
 
-def make_input(prog, rng, size=1):
-    """An input file (bytes) for ``prog`` that exercises every bug site."""
+def input_bytes(prog, rng, size=1):
+    """An input file (bytes) for ``prog`` on which every defect shows."""
     if prog == "rpn":
         lines = []
         for _ in range(4 + 3 * size):
