@@ -307,9 +307,9 @@ FAMILIES.append(Family("league-table-bugs", "debugging", "validation",
                        "class, driven through hidden call sequences", _league_table_bugs))
 
 # ------------------------------------------------------------------ sh-script-bugfix
-# A bash script (one of three: extension counts, a column sum with awk, PATH deduplication) with
-# one to three bugs from its catalogue (pipe subshell, word splitting, parameter expansion,
-# substring match, unquoted arrays, awk regex match, ...), run with the reference on hidden cases.
+# A bash script (one of two: a column sum with awk, PATH deduplication) with one to three bugs
+# from its catalogue (header and blank rows, awk regex match, number format, substring match,
+# unquoted arrays, empty entries, joining), run with the reference on hidden cases.
 
 _SH_TESTS = '''"""Runs the fixed script and the reference on hidden cases."""
 
@@ -407,6 +407,6 @@ this image only. It will be run on other inputs than the sample.
 
 
 FAMILIES.append(Family("sh-script-bugfix", "debugging", "train",
-                       "one to three catalogued bash bugs (pipe subshell, word splitting, expansion "
-                       "operators, substring match, unquoted arrays, awk regex match, ...) in one "
-                       "of three scripts, run on hidden cases", _sh_script_bugfix))
+                       "one to three catalogued bash bugs (awk header/blank rows, regex match, "
+                       "number format, substring match, unquoted arrays, empty entries, joining) "
+                       "in one of two scripts, run on hidden cases", _sh_script_bugfix))

@@ -1,4 +1,4 @@
-"""Bash scripts with injectable bugs (the sh-script-bugfix family).
+"""Two bash scripts with injectable bugs (the sh-script-bugfix family).
 
 ``render(script, bugs)`` is the script with ``bugs`` injected (``()``: the reference);
 ``make_case(script, rng, size)`` draws a case: files to create in a fresh directory and the
@@ -6,39 +6,6 @@ script's arguments (``@DIR`` stands for that directory). Every case exercises ev
 Standard library only."""
 
 SCRIPTS = {}
-
-SCRIPTS["extcount"] = dict(usage="extcount.sh DIR", template='''#!/bin/bash
-# extcount.sh DIR
-#
-# Counts the regular files under DIR (recursively; hidden files and names with spaces included)
-# by extension. The extension of a file is the text after the last dot of its name; a name
-# without a dot, or whose only dot is its first character (like `.profile`), has the extension
-# `(none)`. Prints `EXT COUNT` lines sorted by EXT (byte order), then `total N`.
-set -u
-dir=$1
-total=0
-declare -A count
-{{HEAD}}
-    name=${path##*/}
-    base={{BASE}}
-    if [[ $base == *.* ]]; then ext=${base{{EXT}}*.}; else ext="(none)"; fi
-    count[$ext]=$(( ${count[$ext]:-0} + 1 ))
-    total=$((total + 1))
-{{TAIL}}
-for ext in "${!count[@]}"; do
-    printf '%s %s\\n' "$ext" "${count[$ext]}"
-done | LC_ALL=C sort
-echo "total $total"
-''', bugs={
-    "pipe-subshell": ({"HEAD": "while IFS= read -r -d '' path; do", "TAIL": 'done < <(find "$dir" -type f -print0)'},
-                      {"HEAD": "find \"$dir\" -type f -print0 | while IFS= read -r -d '' path; do", "TAIL": "done"},
-                      "it always prints `total 0` and no extension at all"),
-    "word-split": ({"HEAD": "while IFS= read -r -d '' path; do", "TAIL": 'done < <(find "$dir" -type f -print0)'},
-                   {"HEAD": 'for path in $(find "$dir" -type f); do', "TAIL": "done"},
-                   "files with spaces in their names are counted wrong"),
-    "last-dot": ({"EXT": "##"}, {"EXT": "#"}, "`notes.tar.gz` is counted under `tar.gz`"),
-    "dotfile": ({"BASE": "${name#.}"}, {"BASE": "$name"}, "`.profile` is counted under the extension `profile`"),
-}, exclusive=("pipe-subshell", "word-split"))
 
 SCRIPTS["colsum"] = dict(usage="colsum.sh FILE COLUMN", template='''#!/bin/bash
 # colsum.sh FILE COLUMN
@@ -109,16 +76,6 @@ def symptom(script, bug):
 
 def make_case(script, rng, size=1):
     """(files {relative path: text}, args) with ``@DIR`` in args standing for the directory."""
-    if script == "extcount":
-        exts = ["txt", "log", "tar.gz", "c", "h", "md"]
-        files = {}
-        for i in range(5 + 4 * size):
-            sub = rng.choice(["", "src/", "docs/", "a b/", "x/y/"])
-            stem = rng.choice(["notes", "main", "my file", "data.v2", "report", "r"])
-            files[f"{sub}{stem}{i}.{rng.choice(exts)}"] = "x\n"
-        files.update({".profile": "", f"docs/.hidden{rng.randint(1, 9)}.cfg": "", "Makefile": "",
-                      f"old {rng.randint(1, 9)}.tar.gz": "", "src/.env": ""})
-        return files, ["@DIR"]
     if script == "colsum":
         cols = ["id", "unit_price", "price", "qty", "price_old"]
         rng.shuffle(cols)
