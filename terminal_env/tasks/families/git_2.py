@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .git import _AUTHORS, _History, _render, _tree_of
+from .support.h3_history import _AUTHORS, _History, _render, _tree_of
 
 FAMILIES: list[Family] = []
 
