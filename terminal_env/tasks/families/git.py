@@ -8,32 +8,39 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support.h3_history import _AUTHORS, _WORDS, _History, _ident, _render, _tree_of
+from .support.h3_history import _AUTHORS, _WORDS, Project, _History, _ident, _render, _tree_of
 
 FAMILIES: list[Family] = []
 
 # ------------------------------------------------------------------ git-pickaxe
+# The repositories are a telemetry relay's, not the train families' orders service: a validation
+# family shares no file with them (the cross-split rule).
+_RELAY = Project("telemetry-relay", "relay", ("collector", "sinks", "schema"),
+                 ("probe", "gauge", "span", "sample", "metric", "trace", "sensor", "beacon", "signal",
+                  "frame", "pulse", "channel", "stream", "packet", "drift", "jitter", "burst", "quorum"),
+                 "Forwards sensor readings to the metrics store.", "[log]\n\tdate = iso\n")
+
 # A history with strings that were added, removed, re-added, renamed with their file, changed in
 # value, and added on a merged side branch; questions ask for the commit of one event each.
 
 def _q_first(h: _History, rng, trap):
-    tok = _ident(rng, h.used)
+    tok = h.ident()
     f1, f2 = rng.sample(h.py_files(), 2)
     yield
-    h.state[f1].append(f'{tok} = "{rng.choice(_WORDS)}"')
+    h.state[f1].append(f'{tok} = "{rng.choice(h.project.words)}"')
     ans = h.commit(f"Introduce {tok.lower().replace('_', ' ')}")
     if trap:
         yield
         h.state[f1] = [x for x in h.state[f1] if tok not in x]
-        h.commit(f"Drop unused settings from {f1}")
+        h.commit(f"Drop unused thresholds from {f1}")
         yield
         h.state[f2].append(f"{tok} = {rng.randint(2, 99)}")
-        h.commit(f"Bring back {tok.lower().replace('_', ' ')} for the importer")
+        h.commit(f"Bring back {tok.lower().replace('_', ' ')} for the exporter")
     return f"Which commit first introduced the string `{tok}` into the repository?", ans
 
 
 def _q_removal(h: _History, rng, trap):
-    tok = _ident(rng, h.used)
+    tok = h.ident()
     f1, f2 = rng.sample(h.py_files(), 2)
     yield
     h.state[f1].append(f"{tok} = True")
@@ -52,18 +59,18 @@ def _q_removal(h: _History, rng, trap):
 
 
 def _q_renamed(h: _History, rng, trap):
-    tok = _ident(rng, h.used)
-    mod = rng.choice(["billing", "shipping", "audit", "export", "pricing", "alerts"])
-    old, new = f"lib/{mod}_helpers.py", f"app/{mod}/helpers.py"
+    tok = h.ident()
+    mod = rng.choice(["humidity", "voltage", "airflow", "pressure", "torque", "noise"])
+    old, new = f"contrib/{mod}_probe.py", f"relay/probes/{mod}.py"
     yield
-    h.state[old] = [f'"""{mod} helpers."""', "", f"def {mod}_total(rows):", "    return sum(rows)"]
-    h.commit(f"Add {mod} helpers")
+    h.state[old] = [f'"""{mod} probe."""', "", f"def read_{mod}(raw):", "    return raw / 100"]
+    h.commit(f"Add {mod} probe")
     yield
     h.state[old] += ["", f"{tok} = {rng.randint(100, 999)}"]
-    ans = h.commit(f"Tune {mod} limits")
+    ans = h.commit(f"Calibrate {mod} probe")
     yield
     h.state[new] = h.state.pop(old)
-    h.commit(f"Move {mod} helpers into the app package")
+    h.commit(f"Move the {mod} probe into relay.probes")
     if trap:
         return (f"Which commit added the line containing `{tok}` to the file now named `{new}`? "
                 f"(the file had another name before)"), ans
@@ -71,27 +78,27 @@ def _q_renamed(h: _History, rng, trap):
 
 
 def _q_side(h: _History, rng, trap):
-    tok = _ident(rng, h.used)
-    feat = rng.choice(["webhooks", "exports", "refunds", "coupons", "invoices"])
+    tok = h.ident()
+    feat = rng.choice(["mqtt", "statsd", "syslog", "influx", "otlp"])
     yield
     base = h.tip
     side_state = {k: list(v) for k, v in h.state.items()}
-    path = f"app/{feat}.py"
-    side_state[path] = [f'"""{feat}."""', "", f"def handle_{feat}(event):", "    return event"]
+    path = f"relay/sink_{feat}.py"
+    side_state[path] = [f'"""{feat} sink."""', "", f"def emit_{feat}(sample):", "    return sample"]
     author = rng.choice(_AUTHORS)
-    s1 = h.repo.commit(_render(side_state), f"Start {feat} support", [base], author)
+    s1 = h.repo.commit(_render(side_state), f"Sketch a {feat} sink", [base], author)
     side_state[path] += ["", f"{tok} = {rng.randint(3, 30)}"]
-    ans = h.repo.commit(_render(side_state), f"Limit {feat} retries", [s1], author)
+    ans = h.repo.commit(_render(side_state), f"Batch {feat} writes", [s1], author)
     if trap:
         h.filler()
     h.state[path] = side_state[path]
-    h.commit(f"Merge branch 'feature/{feat}'", parents=[h.tip, ans])
+    h.commit(f"Merge branch 'sink/{feat}'", parents=[h.tip, ans])
     return (f"Which commit introduced the string `{tok}`? (not a merge commit: the commit that "
             "first added it)"), ans
 
 
 def _q_value(h: _History, rng, trap):
-    tok = _ident(rng, h.used)
+    tok = h.ident()
     f1 = rng.choice(h.py_files())
     yield
     h.state[f1].append(f"{tok} = {rng.randint(10, 50)}")
@@ -101,12 +108,12 @@ def _q_value(h: _History, rng, trap):
         yield
         h.state[f1] = [f"{tok} = {rng.randint(51, 900)}" if x.startswith(tok + " =") else x
                        for x in h.state[f1]]
-        ans = h.commit(f"Adjust limits after load test {rng.randint(2, 40)}")
+        ans = h.commit(f"Retune thresholds after field trial {rng.randint(2, 40)}")
     if trap:
         yield
         other = rng.choice([p for p in h.py_files() if p != f1])
-        h.state[other].append(f"# {tok} is read by the scheduler")
-        h.commit("Document scheduler settings")
+        h.state[other].append(f"# {tok} is read by the sampler")
+        h.commit("Document sampler thresholds")
     return f"Which commit last changed the value assigned to `{tok}`?", ans
 
 
@@ -139,7 +146,7 @@ def _pickaxe(rng: random.Random, index: int) -> Instance:
     kinds = sorted(rng.sample(sorted(_QUESTIONS), 4))
     rng.shuffle(kinds)
     traps = {k: rng.random() < 0.6 for k in kinds}
-    h = _History(rng)
+    h = _History(rng, _RELAY)
     gens = [(k, _QUESTIONS[k](h, rng, traps[k])) for k in kinds]
     results: dict[str, tuple[str, str]] = {}
     live = list(gens)
@@ -183,7 +190,7 @@ def test_question_{i + 1}():
     omitted = sorted(set(_QUESTIONS) - set(kinds))[0]
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
-        variant=f"without-{omitted}", files=h.repo.write("repo", _render(h.state)),
+        variant=f"without-{omitted}", files=h.write("repo"),
         tags=("git", "history", "pickaxe"), oracle_turns=5,
     )
 

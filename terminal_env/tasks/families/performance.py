@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support import h1_perf, source
+from .support import functions, h1_perf, source
 
 FAMILIES: list[Family] = []
 
@@ -213,10 +213,7 @@ PY
 
 
 def _fast_source(name: str) -> str:
-    text = source(h1_perf)
-    start = text.index(f"def {name}(")
-    ends = [i for i in (text.find("\n# ----", start), text.find("\n\n\nif __name__", start)) if i > 0]
-    return "from collections import deque\n\n" + text[start:min(ends)].rstrip()
+    return "from collections import deque\n\n" + functions(h1_perf, name)
 
 
 FAMILIES.append(Family("hot-loop", "performance", "train",

@@ -9,7 +9,7 @@ import tempfile
 
 from .base import Family, Instance
 from .performance import _timed_tests
-from .support import h1_churn, h1_perf, h1_sql, source
+from .support import functions, h1_churn, h1_perf, h1_sql, source
 
 FAMILIES: list[Family] = []
 
@@ -128,10 +128,7 @@ PY
 
 
 def _ref_source(module, name: str) -> str:
-    text = source(module)
-    start = text.index(f"def {name}(")
-    end = text.find("\n\n\nif __name__", start)
-    return text[start:end].rstrip()
+    return functions(module, name)
 
 
 def _sample_db(kind: str, rng: random.Random) -> bytes:

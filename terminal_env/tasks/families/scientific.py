@@ -2,7 +2,9 @@
 
 Each family asks for a Python program ``/app/<name>.py INPUT.json`` that prints JSON; the hidden
 tests run it on the given input (its expected answer computed from a copy the agent cannot
-rewrite) and on hidden inputs, comparing with :mod:`.support.h1_num`'s reference within tolerances.
+rewrite) and on hidden inputs, comparing with :mod:`.support.h1_num`'s reference within
+tolerances. interp-table, a test-split family, is in :mod:`.scientific_2`, with a reference and
+tests of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import random
 
 from .base import Family, Instance
-from .support import h1_num, source
+from .support import functions, h1_num, source
 
 FAMILIES: list[Family] = []
 
@@ -66,17 +68,6 @@ def _sci_instance(kind, hard, program, body, given, answers_file, instruction, s
         files={input_name: json.dumps(given, indent=1) + "\n"},
         test_files={"h1_num.py": source(h1_num), "given.json": json.dumps(given)},
         tags=tags, oracle_turns=2)
-
-
-def _ref_func(*names: str) -> str:
-    """Reference functions copied out of h1_num for the oracle's program."""
-    text = source(h1_num)
-    parts = []
-    for name in names:
-        start = text.index(f"def {name}(")
-        end = text.find("\ndef ", start + 1)
-        parts.append(text[start:end if end > 0 else len(text)].rstrip())
-    return "\n\n\n".join(parts)
 
 
 # ------------------------------------------------------------------ root-solve
@@ -152,7 +143,7 @@ case, in order. Answers must be accurate {tol}. Run it on `/app/cases.json` and 
 """
     solution = f"""cat > /app/solve.py <<'PY'
 import json, math, sys
-{_ref_func("npv", "bisect", "norm_cdf", "root_answer")}
+{functions(h1_num, "npv", "bisect", "norm_cdf", "root_answer")}
 
 
 cases = json.load(open(sys.argv[1]))["cases"]
@@ -237,7 +228,7 @@ must be within 1e-5 relative (or 1e-6 absolute) of the exact solution. Run it on
 """
     solution = f"""cat > /app/simulate.py <<'PY'
 import json, math, sys
-{_ref_func("ode_rhs", "rk4", "ode_answer")}
+{functions(h1_num, "ode_rhs", "rk4", "ode_answer")}
 
 
 cases = json.load(open(sys.argv[1]))["cases"]
@@ -323,7 +314,7 @@ large (around 1e5) compared with their spread.
     call = ("fit('line', d['x'], d['y'], d['w'])" if kind == "weighted" else f"fit({kind!r}, d['x'], d['y'])")
     solution = f"""cat > /app/fit.py <<'PY'
 import json, math, sys
-{_ref_func("solve", "fit")}
+{functions(h1_num, "solve", "fit")}
 
 
 d = json.load(open(sys.argv[1]))
@@ -343,113 +334,3 @@ python3 /app/fit.py /app/data.json > /app/fit.json
 FAMILIES.append(Family("curve-fit", "scientific", "train",
                        "least-squares coefficients (line, parabola, through origin, exponential, "
                        "weighted) to 1e-6, on hidden data with badly conditioned x", _curve_fit))
-
-
-# ------------------------------------------------------------------ interp-table
-
-_INTERP = {
-    "linear": "piecewise-linear interpolation between neighbouring table points",
-    "spline": ("the natural cubic spline through the table points (piecewise cubic, continuous first "
-               "and second derivatives, second derivative 0 at the first and last point)"),
-    "monotone": ("monotone piecewise cubic Hermite interpolation: on [x_k, x_k+1] with h = x_k+1 - x_k "
-                 "and t = (q - x_k)/h the value is `(2t^3-3t^2+1)*y_k + (t^3-2t^2+t)*h*s_k + "
-                 "(-2t^3+3t^2)*y_k+1 + (t^3-t^2)*h*s_k+1`, where, with the secants "
-                 "d_k = (y_k+1 - y_k)/h_k, the slopes are s_0 = d_0 and s_last = d_last at the ends and, "
-                 "inside, s_k = 0 if d_k-1*d_k <= 0, else s_k = 3*(h_k-1 + h_k) / ((2*h_k + h_k-1)/d_k-1 "
-                 "+ (h_k + 2*h_k-1)/d_k)"),
-    "bilinear": "bilinear interpolation in the grid cell that holds the query point",
-}
-
-_INTERP_BODY = '''
-
-def expected(data):
-    if KIND == "bilinear":
-        return [ref.bilinear(data["grid"], q) for q in data["queries"]]
-    return [ref.interp(KIND, data["x"], data["y"], q) for q in data["queries"]]
-
-
-def dataset(rng, messy):
-    if KIND == "bilinear":
-        g = ref.grid_data(rng)
-        qs = [[round(rng.uniform(-5, 55), 2), round(rng.uniform(-5, 55), 2)] for _ in range(30)]
-        qs += [[g["x"][1], g["y"][2]], [g["x"][-1], g["y"][0]], [g["x"][0] - 3, g["y"][-1] + 1]]
-        return {"grid": g, "queries": qs}
-    xs, ys = ref.interp_table(rng, rng.randint(6, 25), dups=messy, shuffled=messy)
-    qs = [round(rng.uniform(-10, 110), 3) for _ in range(30)] + xs[:3] + [min(xs), max(xs)]
-    return {"x": xs, "y": ys, "queries": qs}
-
-
-@pytest.mark.weight(1)
-def test_given_values_file():
-    given = json.loads(Path(__file__).with_name("given.json").read_text())
-    close(json.loads(Path("/app/values.json").read_text()), expected(given), 1e-7, 1e-7)
-
-
-@pytest.mark.weight(2)
-def test_hidden_tables():
-    rng = random.Random(2718)
-    for _ in range(3):
-        data = dataset(rng, False)
-        close(run(data), expected(data), 1e-7, 1e-7)
-
-
-@pytest.mark.weight(2)
-def test_hidden_messy_tables():
-    rng = random.Random(1618)
-    for _ in range(3):
-        data = dataset(rng, True)
-        close(run(data), expected(data), 1e-7, 1e-7)
-'''
-
-
-def _interp_table(rng: random.Random, index: int) -> Instance:
-    kind = rng.choices(["linear", "spline", "monotone", "bilinear"], [2, 4, 3, 2])[0]
-    messy = kind != "bilinear" and rng.random() < 0.6
-    if kind == "bilinear":
-        g = h1_num.grid_data(rng)
-        qs = [[round(rng.uniform(-5, 55), 2), round(rng.uniform(-5, 55), 2)] for _ in range(12)]
-        data = {"grid": g, "queries": qs}
-        layout = ("`{\"grid\": {\"x\": [...], \"y\": [...], \"z\": [[...], ...]}, \"queries\": [[qx, qy], ...]}`: "
-                  "`x` and `y` are increasing, and `z[j][i]` is the value at `(x[i], y[j])`. A query "
-                  "outside the grid is first moved to the nearest point of the grid's rectangle "
-                  "(each coordinate clamped to its range)")
-    else:
-        xs, ys = h1_num.interp_table(rng, rng.randint(6, 14), dups=messy, shuffled=messy)
-        data = {"x": xs, "y": ys, "queries": [round(rng.uniform(-10, 110), 3) for _ in range(15)]}
-        layout = ("`{\"x\": [...], \"y\": [...], \"queries\": [...]}`: a table of points `(x[i], y[i])` and "
-                  "the x values to evaluate. The table is not necessarily sorted by x, and an x can "
-                  "occur more than once: such points are replaced by one point with the mean of their "
-                  "y values before anything else. A query below the smallest x gets the first y, one "
-                  "above the largest x the last y")
-    instruction = f"""\
-`/app/table.json` holds {layout}.
-
-Write `/app/interp.py`, a Python 3 program (standard library only; no numpy or scipy) that reads a
-file like `/app/table.json` named by its one argument and prints a JSON list with the value of
-{_INTERP[kind]} at each query, in order, within 1e-7. Run it on `/app/table.json` and save the output
-to `/app/values.json`. It will also be run on other tables.
-"""
-    funcs = ("bilinear",) if kind == "bilinear" else ("merge_table", "spline_m", "interp")
-    call = ("[bilinear(d['grid'], q) for q in d['queries']]" if kind == "bilinear" else
-            f"[interp({kind!r}, d['x'], d['y'], q) for q in d['queries']]")
-    solution = f"""cat > /app/interp.py <<'PY'
-import json, sys
-{_ref_func(*funcs)}
-
-
-d = json.load(open(sys.argv[1]))
-print(json.dumps({call}))
-PY
-python3 /app/interp.py /app/table.json > /app/values.json
-"""
-    difficulty = {"linear": "easy", "bilinear": "medium", "monotone": "medium", "spline": "medium"}[kind]
-    if messy:
-        difficulty = {"linear": "medium", "monotone": "hard", "spline": "hard"}[kind]
-    return _sci_instance(kind, messy, "/app/interp.py", _INTERP_BODY, data, "values.json", instruction,
-                         solution, difficulty, f"{kind}/{'messy' if messy else 'clean'}", "table.json",
-                         ("numerics", "interpolation"))
-
-
-FAMILIES.append(Family("interp-table", "scientific", "test",
-                       "values of an interpolant (linear, natural spline, monotone Hermite, bilinear) "
-                       "of a possibly unsorted table with repeated x, on hidden tables", _interp_table))

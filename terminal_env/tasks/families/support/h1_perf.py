@@ -108,7 +108,8 @@ def rec_input(kind, rng, size):
             b[rng.randrange(len(b))] = rng.choice("acgt")
         return a + "\n" + "".join(b[rng.randint(0, 3):]) + "\n"
     if kind == "coin-ways":
-        coins = sorted(rng.sample(range(1, 60), rng.randint(3, 7)))
+        # many small coins: the naive recursion makes millions of calls already at a total of 600
+        coins = sorted(rng.sample(range(1, 12), rng.randint(5, 7)))
         return " ".join(map(str, coins)) + "\n" + str(size * 10) + "\n"
     # stairs: reachable with steps from a set, some stairs broken
     steps = sorted(rng.sample(range(1, 7), 3))

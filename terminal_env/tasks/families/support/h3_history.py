@@ -4,6 +4,7 @@ a dict of files, with fillers, branches, resets and snapshots, on top of :mod:`.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from .h3_gitrepo import Repo
 
@@ -13,9 +14,26 @@ _WORDS = ["retry", "backoff", "quota", "shard", "ledger", "tenant", "cursor", "b
           "cache", "window", "budget", "replica", "epoch", "lease", "digest", "bucket", "queue"]
 
 
-def _ident(rng: random.Random, used: set[str], upper: bool = True) -> str:
+
+@dataclass(frozen=True)
+class Project:
+    """What a history's repository is about: its package, modules, vocabulary and config, so that
+    families of different splits can ship repositories that share no file (the cross-split rule)."""
+    name: str
+    package: str
+    modules: tuple[str, ...]
+    words: tuple[str, ...]
+    blurb: str
+    config: str = ""
+
+
+ORDERS = Project("orders-service", "app", ("settings", "handlers", "util"), tuple(_WORDS),
+                 "Internal service.")
+
+
+def _ident(rng: random.Random, used: set[str], upper: bool = True, words=_WORDS) -> str:
     while True:
-        a, b, c = rng.sample(_WORDS, 3)
+        a, b, c = rng.sample(list(words), 3)
         name = f"{a}_{b}_{c}".upper() if upper else f"{a}_{b}_{c}"
         if name not in used:
             used.add(name)
@@ -29,10 +47,10 @@ def _render(state: dict[str, list[str]]) -> dict[str, str]:
 class _History:
     """A linear main line of commits over a dict of files (lists of lines), with fillers."""
 
-    def __init__(self, rng: random.Random, files=("app/settings.py", "app/handlers.py", "app/util.py")):
-        self.rng, self.repo, self.used = rng, Repo(), set()
-        self.state = {p: [f'"""{p.split("/")[-1][:-3]} module."""', ""] for p in files}
-        self.state["README.md"] = ["# orders-service", "", "Internal service."]
+    def __init__(self, rng: random.Random, project: Project = ORDERS):
+        self.rng, self.repo, self.used, self.project = rng, Repo(), set(), project
+        self.state = {f"{project.package}/{m}.py": [f'"""{m} module."""', ""] for m in project.modules}
+        self.state["README.md"] = [f"# {project.name}", "", project.blurb]
         self.tip: str | None = None
         self.counter = 0
         self.branch = "main"
@@ -66,14 +84,23 @@ class _History:
         self.state = {k: list(v) for k, v in self.snap[sha].items()}
 
     def py_files(self) -> list[str]:
-        return sorted(p for p in self.state if p.startswith("app/") and p.count("/") == 1
-                      and p.endswith(".py") and p[4:-3] in ("settings", "handlers", "util"))
+        pkg = self.project.package
+        return sorted(p for p in self.state if p.startswith(pkg + "/") and p.count("/") == 1
+                      and p.endswith(".py") and p[len(pkg) + 1:-3] in self.project.modules)
+
+    def ident(self, upper: bool = True) -> str:
+        """A fresh identifier from the project's vocabulary."""
+        return _ident(self.rng, self.used, upper, self.project.words)
+
+    def write(self, prefix: str = "repo") -> dict:
+        """The instance files of the repository with HEAD's files checked out."""
+        return self.repo.write(prefix, _render(self.state), self.project.config)
 
     def filler(self, author=None) -> str:
         rng = self.rng
         path = rng.choice(self.py_files())
         self.counter += 1
-        name = _ident(rng, self.used, upper=False)
+        name = self.ident(upper=False)
         kind = rng.choice(["def", "const"])
         if kind == "def":
             self.state[path] += ["", f"def {name}(value):", f"    return value * {rng.randint(2, 9)}"]
