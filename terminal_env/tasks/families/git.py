@@ -36,7 +36,7 @@ def _q_first(h: _History, rng, trap):
         yield
         h.state[f2].append(f"{tok} = {rng.randint(2, 99)}")
         h.commit(f"Bring back {tok.lower().replace('_', ' ')} for the exporter")
-    return f"Which commit first introduced the string `{tok}` into the repository?", ans
+    return f"In which revision did the token `{tok}` appear for the very first time?", ans
 
 
 def _q_removal(h: _History, rng, trap):
@@ -55,7 +55,7 @@ def _q_removal(h: _History, rng, trap):
     for f in (f1, f2):
         h.state[f] = [x for x in h.state[f] if tok not in x]
     ans = h.commit("Clean up stale references" if trap else f"Remove {tok.lower().replace('_', ' ')} flag")
-    return f"Which commit removed the last occurrence of the string `{tok}` from the repository?", ans
+    return f"In which revision did the token `{tok}` vanish from every file (its last occurrence deleted)?", ans
 
 
 def _q_renamed(h: _History, rng, trap):
@@ -72,9 +72,9 @@ def _q_renamed(h: _History, rng, trap):
     h.state[new] = h.state.pop(old)
     h.commit(f"Move the {mod} probe into relay.probes")
     if trap:
-        return (f"Which commit added the line containing `{tok}` to the file now named `{new}`? "
-                f"(the file had another name before)"), ans
-    return f"Which commit added the string `{tok}` to the repository?", ans
+        return (f"In which revision did the line with `{tok}` get written into the file now called `{new}`? "
+                f"(that file was moved there from another path)"), ans
+    return f"In which revision did the token `{tok}` appear for the very first time?", ans
 
 
 def _q_side(h: _History, rng, trap):
@@ -93,8 +93,8 @@ def _q_side(h: _History, rng, trap):
         h.filler()
     h.state[path] = side_state[path]
     h.commit(f"Merge branch 'sink/{feat}'", parents=[h.tip, ans])
-    return (f"Which commit introduced the string `{tok}`? (not a merge commit: the commit that "
-            "first added it)"), ans
+    return (f"In which revision did the token `{tok}` appear for the very first time? (a merge "
+            "only carried it over: name the revision that wrote it)"), ans
 
 
 def _q_value(h: _History, rng, trap):
@@ -114,13 +114,13 @@ def _q_value(h: _History, rng, trap):
         other = rng.choice([p for p in h.py_files() if p != f1])
         h.state[other].append(f"# {tok} is read by the sampler")
         h.commit("Document sampler thresholds")
-    return f"Which commit last changed the value assigned to `{tok}`?", ans
+    return f"In which revision was the number assigned to `{tok}` most recently altered?", ans
 
 
 _QUESTIONS = {"first-add": _q_first, "removal": _q_removal, "renamed": _q_renamed,
               "side-branch": _q_side, "value-change": _q_value}
 
-_PICKAXE_TESTS = '''"""Checks the commit hashes in /app/answers.txt against the known history."""
+_PICKAXE_TESTS = '''"""Compares the object names in /app/answers.txt with the revisions the generator recorded."""
 
 import re
 from pathlib import Path
@@ -166,13 +166,14 @@ def _pickaxe(rng: random.Random, index: int) -> Instance:
     expected = {f"Q{i + 1}": ans for i, (_, ans) in enumerate(questions)}
     qtext = "\n".join(f"{i + 1}. {q}" for i, (q, _) in enumerate(questions))
     instruction = f"""\
-`/app/repo` is a git repository (branch `main`). Answer these questions about its history:
+`/app/repo` holds the telemetry relay's source under git (branch `main`). Look up, in its log,
+the revision each question asks for:
 
 {qtext}
 
-Write the answers to `/app/answers.txt`, one line per question, `Q<number> <commit>`, where
-`<commit>` is the full 40-character hash of the commit, e.g. `Q1 0123456789abcdef0123456789abcdef01234567`.
-Do not change the repository.
+Put the answers in `/app/answers.txt`, one line per question, `Q<number> <sha>`, with `<sha>` the
+revision's object name in all its 40 hex digits, e.g. `Q1 0123456789abcdef0123456789abcdef01234567`.
+Leave `/app/repo` as it is.
 """
     tests = _PICKAXE_TESTS.replace("__EXPECTED__", repr(expected))
     for i in range(len(questions)):
@@ -180,7 +181,7 @@ Do not change the repository.
 
 @pytest.mark.weight(1)
 def test_question_{i + 1}():
-    assert answers().get("Q{i + 1}") == EXPECTED["Q{i + 1}"], "wrong commit for question {i + 1}"
+    assert answers().get("Q{i + 1}") == EXPECTED["Q{i + 1}"], "question {i + 1}: not the revision asked for"
 '''
     solution = "cat > /app/answers.txt <<'EOF'\n" + "".join(f"{q} {a}\n" for q, a in expected.items()) + "EOF\n"
     n_traps = sum(1 for k in kinds if traps[k] or k in ("side-branch", "value-change"))

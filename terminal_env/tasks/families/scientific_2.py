@@ -26,7 +26,7 @@ import pytest
 
 import h1_interp as ref
 
-KIND = __KIND__
+METHOD = __METHOD__
 PROGRAM = __PROGRAM__
 TOL = 1e-7
 
@@ -70,18 +70,18 @@ _INTERP = {
 _INTERP_BODY = '''
 
 def expected(data):
-    if KIND == "bilinear":
+    if METHOD == "bilinear":
         return [ref.bilinear(data["grid"], q) for q in data["queries"]]
-    return [ref.interp(KIND, data["x"], data["y"], q) for q in data["queries"]]
+    return [ref.interp(METHOD, data["x"], data["y"], q) for q in data["queries"]]
 
 
-def dataset(rng, messy):
-    if KIND == "bilinear":
+def hidden_table(rng, messy):
+    if METHOD == "bilinear":
         g = ref.grid_data(rng)
         qs = [[round(rng.uniform(-5, 55), 2), round(rng.uniform(-5, 55), 2)] for _ in range(30)]
         qs += [[g["x"][1], g["y"][2]], [g["x"][-1], g["y"][0]], [g["x"][0] - 3, g["y"][-1] + 1]]
         return {"grid": g, "queries": qs}
-    xs, ys = ref.interp_table(rng, rng.randint(6, 25), dups=messy, shuffled=messy)
+    xs, ys = ref.interp_table(rng, rng.randint(6, 25), dups=messy, scrambled=messy)
     qs = [round(rng.uniform(-10, 110), 3) for _ in range(30)] + xs[:3] + [min(xs), max(xs)]
     return {"x": xs, "y": ys, "queries": qs}
 
@@ -96,7 +96,7 @@ def test_given_values_file():
 def test_hidden_tables():
     rng = random.Random(2718)
     for t in range(3):
-        data = dataset(rng, False)
+        data = hidden_table(rng, False)
         agree(evaluate(data), expected(data), f"hidden table {t}")
 
 
@@ -104,15 +104,15 @@ def test_hidden_tables():
 def test_hidden_messy_tables():
     rng = random.Random(1618)
     for t in range(3):
-        data = dataset(rng, True)
+        data = hidden_table(rng, True)
         agree(evaluate(data), expected(data), f"hidden messy table {t}")
 '''
 
 
 def _interp_table(rng: random.Random, index: int) -> Instance:
-    kind = rng.choices(["linear", "spline", "monotone", "bilinear"], [2, 4, 3, 2])[0]
-    messy = kind != "bilinear" and rng.random() < 0.6
-    if kind == "bilinear":
+    method = rng.choices(["linear", "spline", "monotone", "bilinear"], [2, 4, 3, 2])[0]
+    messy = method != "bilinear" and rng.random() < 0.6
+    if method == "bilinear":
         g = h1_interp.grid_data(rng)
         qs = [[round(rng.uniform(-5, 55), 2), round(rng.uniform(-5, 55), 2)] for _ in range(12)]
         data = {"grid": g, "queries": qs}
@@ -121,7 +121,7 @@ def _interp_table(rng: random.Random, index: int) -> Instance:
                   "outside the grid is first moved to the nearest point of the grid's rectangle "
                   "(each coordinate clamped to its range)")
     else:
-        xs, ys = h1_interp.interp_table(rng, rng.randint(6, 14), dups=messy, shuffled=messy)
+        xs, ys = h1_interp.interp_table(rng, rng.randint(6, 14), dups=messy, scrambled=messy)
         data = {"x": xs, "y": ys, "queries": [round(rng.uniform(-10, 110), 3) for _ in range(15)]}
         layout = ("`{\"x\": [...], \"y\": [...], \"queries\": [...]}`: a table of points `(x[i], y[i])` and "
                   "the x values to evaluate. The table is not necessarily sorted by x, and an x can "
@@ -133,12 +133,12 @@ def _interp_table(rng: random.Random, index: int) -> Instance:
 
 Write `/app/interp.py`, a Python 3 program (standard library only; no numpy or scipy) that reads a
 file like `/app/table.json` named by its one argument and prints a JSON list with the value of
-{_INTERP[kind]} at each query, in order, within 1e-7. Run it on `/app/table.json` and save the output
+{_INTERP[method]} at each query, in order, within 1e-7. Run it on `/app/table.json` and save the output
 to `/app/values.json`. It will also be run on other tables.
 """
-    funcs = ("bilinear",) if kind == "bilinear" else ("merge_table", "spline_m", "interp")
-    call = ("[bilinear(d['grid'], q) for q in d['queries']]" if kind == "bilinear" else
-            f"[interp({kind!r}, d['x'], d['y'], q) for q in d['queries']]")
+    funcs = ("bilinear",) if method == "bilinear" else ("merge_table", "spline_m", "interp")
+    call = ("[bilinear(d['grid'], q) for q in d['queries']]" if method == "bilinear" else
+            f"[interp({method!r}, d['x'], d['y'], q) for q in d['queries']]")
     solution = f"""cat > /app/interp.py <<'PY'
 import json, sys
 {functions(h1_interp, *funcs)}
@@ -149,14 +149,14 @@ print(json.dumps({call}))
 PY
 python3 /app/interp.py /app/table.json > /app/values.json
 """
-    difficulty = {"linear": "easy", "bilinear": "medium", "monotone": "medium", "spline": "medium"}[kind]
+    difficulty = {"linear": "easy", "bilinear": "medium", "monotone": "medium", "spline": "medium"}[method]
     if messy:
-        difficulty = {"linear": "medium", "monotone": "hard", "spline": "hard"}[kind]
-    tests = (_HARNESS.replace("__KIND__", repr(kind)).replace("__PROGRAM__", repr("/app/interp.py"))
+        difficulty = {"linear": "medium", "monotone": "hard", "spline": "hard"}[method]
+    tests = (_HARNESS.replace("__METHOD__", repr(method)).replace("__PROGRAM__", repr("/app/interp.py"))
              .replace("__BODY__", _INTERP_BODY))
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
-        variant=f"{kind}/{'messy' if messy else 'clean'}",
+        variant=f"{method}/{'messy' if messy else 'clean'}",
         files={"table.json": json.dumps(data, indent=1) + "\n"},
         test_files={"h1_interp.py": source(h1_interp), "given.json": json.dumps(data)},
         tags=("numerics", "interpolation"), oracle_turns=2)

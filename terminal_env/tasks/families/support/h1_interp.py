@@ -31,16 +31,16 @@ def spline_m(xs, ys):
     return m
 
 
-def interp(kind, xs, ys, q):
+def interp(method, xs, ys, q):
     xs, ys = merge_table(xs, ys)
     if q <= xs[0] or q >= xs[-1]:
         return ys[0] if q <= xs[0] else ys[-1]
     i = max(j for j in range(len(xs) - 1) if xs[j] <= q)
     x0, x1, y0, y1 = xs[i], xs[i + 1], ys[i], ys[i + 1]
     t = (q - x0) / (x1 - x0)
-    if kind == "linear":
+    if method == "linear":
         return y0 + t * (y1 - y0)
-    if kind == "spline":
+    if method == "spline":
         m, h = spline_m(xs, ys), x1 - x0
         return ((1 - t) * y0 + t * y1
                 + h * h / 6 * (((1 - t) ** 3 - (1 - t)) * m[i] + (t ** 3 - t) * m[i + 1]))
@@ -56,7 +56,7 @@ def interp(kind, xs, ys, q):
             + (-2 * t ** 3 + 3 * t ** 2) * y1 + (t ** 3 - t ** 2) * h * s[i + 1])
 
 
-def interp_table(rng, n, dups=False, shuffled=False):
+def interp_table(rng, n, dups=False, scrambled=False):
     xs = sorted({round(rng.uniform(0, 100), 2) for _ in range(n)})
     ys, y = [], rng.uniform(-10, 10)
     for _ in xs:
@@ -67,7 +67,7 @@ def interp_table(rng, n, dups=False, shuffled=False):
             j = rng.randrange(len(xs))
             xs.append(xs[j])
             ys.append(round(ys[j] + rng.uniform(-2, 2), 3))
-    if shuffled:
+    if scrambled:
         pairs = list(zip(xs, ys))
         rng.shuffle(pairs)
         xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
