@@ -229,45 +229,67 @@ if __name__ == "__main__":
     main()
 '''
 
-_CHURN_BODY = '''
+_CHURN_TESTS = '''"""Hidden checks for the batch job: fresh data directories are priced twice, once by the
+job under test and once by the known-good pricing run (pricing.py, shipped next to this file);
+out.txt must match byte for byte and the job gets a wall-clock allowance scaled from the
+known-good run's own duration on the same directory, on this same machine."""
+
+import random
 import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-import h1_churn
+import pytest
 
+import pricing
+
+JOB = __JOB__
 ALIASES = __ALIASES__
-DUPS = __DUPS__
-CHURN_REF = str(Path(__file__).with_name("h1_churn.py"))
+REPEATS = __REPEATS__
+GOOD = str(Path(__file__).with_name("pricing.py"))
 
 
-def check_dir(seed, n, dups):
-    base = Path(tempfile.mkdtemp())
-    h1_churn.make_dir(random.Random(seed), n, str(base / "ref"), aliases=ALIASES, dups=dups)
-    shutil.copytree(base / "ref", base / "run")
-    t0 = time.monotonic()
-    subprocess.run([sys.executable, CHURN_REF, str(base / "ref"), "1" if ALIASES else "0"], check=True)
-    t_ref = time.monotonic() - t0
-    _, t = timed(["python3", PROGRAM], str(base / "run"), 5 * t_ref + 2.0)
-    want = (base / "ref" / "out.txt").read_text()
-    got = (base / "run" / "out.txt").read_text() if (base / "run" / "out.txt").exists() else None
-    assert got == want, f"out.txt differs from the original program's: {str(got)[:200]!r} vs {want[:200]!r}"
-    return t, t_ref
+def stopwatch(argv, allowance):
+    began = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=allowance, cwd="/tmp")
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{argv[1]} still running after {allowance:.1f} s")
+    assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-800:]}"
+    return time.monotonic() - began
+
+
+def price_batch(seed, count, repeats):
+    root = Path(tempfile.mkdtemp())
+    pricing.make_dir(random.Random(seed), count, str(root / "good"), aliases=ALIASES, dups=repeats)
+    shutil.copytree(root / "good", root / "job")
+    good_secs = stopwatch([sys.executable, GOOD, str(root / "good"), "1" if ALIASES else "0"], 120)
+    job_secs = stopwatch(["python3", JOB, str(root / "job")], 8 * good_secs + 4.0)
+    expected = (root / "good" / "out.txt").read_text()
+    produced = root / "job" / "out.txt"
+    actual = produced.read_text() if produced.exists() else None
+    assert actual == expected, f"out.txt is not the known-good one: {str(actual)[:200]!r} vs {expected[:200]!r}"
+    return job_secs, good_secs
 
 
 @pytest.mark.weight(1)
-def test_small_and_medium_runs():
-    for seed, n in ((1, 3), (2, 40), (3, 400), (4, 12000)):
-        check_dir(seed, n, DUPS)
+def test_small_and_medium_batches():
+    for seed, count in ((1, 3), (2, 40), (3, 400), (4, 12000)):
+        price_batch(seed, count, REPEATS)
 
 
 @pytest.mark.weight(2)
-def test_large_run_in_time():
-    t, t_ref = check_dir(5, 30000, DUPS)
-    print(f"{t:.2f} s, reference {t_ref:.2f} s")
+def test_big_batch_within_allowance():
+    job_secs, good_secs = price_batch(5, 30000, REPEATS)
+    print(f"job {job_secs:.2f} s, known-good run {good_secs:.2f} s")
 
 
 @pytest.mark.weight(1)
-def test_large_run_with_repeats():
-    check_dir(6, 30000, True)
+def test_big_batch_with_repeated_codes():
+    price_batch(6, 30000, True)
 '''
 
 
@@ -304,8 +326,8 @@ Make it fast: for every valid data directory it must write exactly the same `out
 byte for byte, and a batch of 30,000 records must take a few seconds at most. Keep the command
 line; it may stay split into the same files or not. Python 3 standard library only.
 """
-    tests = _timed_tests("churn", "-", program, _CHURN_BODY.replace("__ALIASES__", repr(aliases))
-                         .replace("__DUPS__", repr(hard)))
+    tests = (_CHURN_TESTS.replace("__JOB__", repr(program)).replace("__ALIASES__", repr(aliases))
+             .replace("__REPEATS__", repr(hard)))
     solution = f"""rm -f /app/{pkg}/lookups.py
 cat > {program} <<'PY'
 import json, os, sys
@@ -318,7 +340,7 @@ PY
     difficulty = "hard" if hard else ("medium" if aliases or wastes != ["table"] else "easy")
     return Instance(instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
                     variant="+".join(wastes) + ("/aliases" if aliases else ""), files=files,
-                    test_files={"h1_perf.py": source(h1_perf), "h1_churn.py": source(h1_churn)},
+                    test_files={"pricing.py": source(h1_churn)},
                     tags=("python", "io"), verifier_timeout_sec=300.0)
 
 

@@ -1,6 +1,7 @@
-"""Data directories for the io-churn family and the reference pricing run.
+"""Order batches for the io-churn family, and the known-good pricing run.
 
-``python3 h1_churn.py DIR USES_ALIASES`` writes the reference ``DIR/out.txt``; the tests time it."""
+Shipped to the hidden tests as ``pricing.py``: ``python3 pricing.py DIR USES_ALIASES`` writes
+the known-good ``DIR/out.txt``, and its duration sets the job's wall-clock allowance."""
 
 import json
 import os
