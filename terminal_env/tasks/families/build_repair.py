@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support import h2_cmproj, h2_codegen, h2_cproj, source
+from .support import functions, h2_cmproj, h2_codegen, h2_cproj, source
 
 FAMILIES: list[Family] = []
 
@@ -368,6 +368,8 @@ FAMILIES.append(Family("cmake-fault-fix", "build-repair", "test",
 # generator rule as the default goal, linking $<). The tests build fresh copies (also with -j),
 # change the table and check the program against the table.
 
+_CODEGEN_TESTS = (h2_codegen.TESTS_HEAD + f"\n\nMNEMONICS = {h2_codegen.MNEMONICS!r}\n\n\n"
+                  + functions(h2_codegen, "table", "parse", "stream", "expected") + "\n")
 
 
 def _make_codegen_fix(rng: random.Random, index: int) -> Instance:
@@ -378,18 +380,18 @@ def _make_codegen_fix(rng: random.Random, index: int) -> Instance:
     faults = sorted(faults)
     tbl = h2_codegen.table(rng)
     files = {f"opasm/{p}": t for p, t in h2_codegen.files(tbl, faults).items()}
-    sample = " ".join(h2_codegen.tokens(rng, tbl, 8))
+    sample = " ".join(h2_codegen.stream(rng, tbl, 8))
     instruction = f"""\
 `/app/opasm` is a small C program, `opasm`, that prints the codes of the mnemonics it reads from
 stdin (try `echo {sample} | /app/opasm/opasm` once it builds). Its table of mnemonics is
-`ops.tbl`; `make` turns it into the header `build/gen/ops_table.h` with `awk -f gen_ops.awk` and
-compiles `src/*.c` (headers in `include/` and `build/gen/`) into `build/*.o` and `/app/opasm/opasm`.
+`isa.tbl`; `make` turns it into the header `build/auto/isa_table.h` with `awk -f mkisa.awk` and
+compiles `src/*.c` (headers in `include/` and `build/auto/`) into `build/*.o` and `/app/opasm/opasm`.
 
 The Makefile is broken. Fix `/app/opasm/Makefile` (not the C sources, the table or the awk
 script) so that, in a fresh copy of the directory without any build products:
 
 - `make` (and `make -j4`) generates the header and builds `opasm`;
-- after a change to `ops.tbl`, `make` regenerates the header and rebuilds everything that uses it;
+- after a change to `isa.tbl`, `make` regenerates the header and rebuilds everything that uses it;
 - right after a build, `make -q` succeeds; `make clean` removes `build/` and `opasm`.
 
 It will be checked with other tables.
@@ -399,8 +401,8 @@ It will be checked with other tables.
     score = (len(faults) >= 3) + ("table-not-prereq" in faults) + ("gen-not-prereq" in faults)
     difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
     return Instance(
-        instruction=instruction, tests=h2_codegen.TESTS, solution=solution, difficulty=difficulty,
-        variant="+".join(faults), files=files, test_files={"h2_codegen.py": source(h2_codegen)},
+        instruction=instruction, tests=_CODEGEN_TESTS, solution=solution, difficulty=difficulty,
+        variant="+".join(faults), files=files,
         tags=("make", "codegen", "awk"), image="dev", oracle_turns=2,
     )
 
