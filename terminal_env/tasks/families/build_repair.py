@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
-from .support import functions, h2_cmproj, h2_codegen, h2_cproj, source
+from .support import functions, h2_cmproj, h2_codegen, h2_cproj
+from .support.hB_tgz import tgz
 
 FAMILIES: list[Family] = []
 
@@ -49,7 +50,8 @@ _MAKE_FAULTS = {  # name: (correct text, faulty text), applied to the Makefile i
 }
 _SILENT = ("output-name", "no-header-deps")
 
-_MAKE_TESTS = '''"""Builds a fresh copy of the project with the agent's Makefile and runs it on hidden inputs."""
+_MAKE_TESTS = '''"""Builds a fresh copy of the project with the agent's Makefile and runs it on hidden inputs
+against a reference build of the shipped code (orig-src.tgz)."""
 
 import random
 import re
@@ -60,29 +62,31 @@ from pathlib import Path
 
 import pytest
 
-from h2_cproj import make_input, project
-
 SUBJECT = __SUBJECT__
 KNOB = __KNOB__
 OTHER = __OTHER__
-BINARY = __BINARY__
+PROG = __PROG__
 APP = Path("/app") / SUBJECT
+MACRO = re.compile(r"(#define \\w+ )\\d+")
+
+
+def set_macro(config, value):
+    config.write_text(MACRO.sub(lambda m: m[1] + str(value), config.read_text()))
 
 
 def reference(knob):
     d = Path(tempfile.mkdtemp())
-    for rel, text in project(SUBJECT, knob).items():
-        (d / rel).parent.mkdir(parents=True, exist_ok=True)
-        (d / rel).write_text(text)
-    srcs = sorted(str(p) for p in (d / "src").glob("*.c"))
-    subprocess.run(["gcc", "-O1", "-I", str(d / "include"), *srcs, "-o", str(d / "ref"), "-lm"],
+    shutil.unpack_archive(Path(__file__).with_name("orig-src.tgz"), d)
+    set_macro(d / "include" / "config.h", knob)
+    units = [str(p) for p in sorted(d.glob("src/*.c"))]
+    subprocess.run(["gcc", "-O1", "-I", str(d / "include"), *units, "-o", str(d / "ref"), "-lm"],
                    check=True, timeout=120)
     return d / "ref"
 
 
-def fresh_copy():
+def scratch_tree():
     d = Path(tempfile.mkdtemp()) / SUBJECT
-    shutil.copytree(APP, d, ignore=shutil.ignore_patterns("build", "*.o", BINARY, "a.out"))
+    shutil.copytree(APP, d, ignore=shutil.ignore_patterns("build", "*.o", PROG, "a.out"))
     return d
 
 
@@ -92,42 +96,43 @@ def make(d, *args):
     return r
 
 
-def same_output(binary, ref, seeds):
-    for seed in seeds:
-        text = make_input(SUBJECT, random.Random(seed), 2)
-        got = subprocess.run([str(binary)], input=text, capture_output=True, text=True, timeout=60)
+def agrees(program, ref, draws):
+    for k in draws:
+        text = make_input(SUBJECT, random.Random(k), 2)
+        got = subprocess.run([str(program)], input=text, capture_output=True, text=True, timeout=60)
         want = subprocess.run([str(ref)], input=text, capture_output=True, text=True, timeout=60)
-        assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {seed}"
+        assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {k}"
 
 
 @pytest.mark.weight(2)
 def test_fresh_build_runs():
-    d = fresh_copy()
+    d = scratch_tree()
     make(d)
-    assert (d / BINARY).is_file(), f"make did not produce {BINARY}"
-    same_output(d / BINARY, reference(KNOB), range(5))
+    assert (d / PROG).is_file(), f"make did not produce {PROG}"
+    agrees(d / PROG, reference(KNOB), range(5))
 
 
 @pytest.mark.weight(1)
 def test_header_change_rebuilds():
-    d = fresh_copy()
+    d = scratch_tree()
     make(d)
-    cfg = d / "include" / "config.h"
-    cfg.write_text(re.sub(r"(#define \\w+ )\\d+", lambda m: m[1] + str(OTHER), cfg.read_text()))
+    set_macro(d / "include" / "config.h", OTHER)
     make(d)
-    same_output(d / BINARY, reference(OTHER), range(10, 13))
+    agrees(d / PROG, reference(OTHER), range(10, 13))
 
 
 @pytest.mark.weight(1)
 def test_up_to_date_and_clean():
-    d = fresh_copy()
+    d = scratch_tree()
     make(d)
     q = subprocess.run(["make", "-q"], cwd=d, capture_output=True, timeout=120)
     assert q.returncode == 0, "right after a build, make still finds the default goal out of date"
     make(d, "clean")
-    assert not (d / BINARY).exists() and not list(d.rglob("*.o")), "make clean left build products"
+    assert not (d / PROG).exists() and not list(d.rglob("*.o")), "make clean left build products"
     make(d)
-    same_output(d / BINARY, reference(KNOB), [20])
+    agrees(d / PROG, reference(KNOB), [20])
+
+
 '''
 
 
@@ -153,7 +158,7 @@ def _make_fault_fix(rng: random.Random, index: int) -> Instance:
     instruction = f"""\
 `{app}` is a small C program: sources in `src/`, headers in `include/` (`include/config.h` sets a
 compile-time constant), built with `{app}/Makefile`. The Makefile is broken. Fix it (fix the
-Makefile, not the C code) so that, in a fresh copy of the directory without any build products:
+Makefile, not the C code) so that, in a clean checkout of the directory without build products:
 
 - `make` compiles each `src/*.c` into `build/<name>.o` (creating `build/`) and links them into the
   program `{app}/{spec['binary']}` (it needs the math library);
@@ -167,14 +172,15 @@ built from a copy of `{app}` and run on other inputs.
 """
     solution = f"cat > {app}/Makefile <<'EOF_MAKE'\n{good}EOF_MAKE\ncd {app} && make clean && make\n"
     tests = (_MAKE_TESTS.replace("__SUBJECT__", repr(subject)).replace("__KNOB__", repr(knob))
-             .replace("__OTHER__", repr(other)).replace("__BINARY__", repr(spec["binary"])))
+             .replace("__OTHER__", repr(other)).replace("__PROG__", repr(spec["binary"]))
+             + functions(h2_cproj, "make_input") + "\n")
     silent = sum(f in _SILENT for f in faults)
     score = (len(faults) >= 4) + silent
     difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
         variant=f"{subject}/{'+'.join(faults)}", files=files,
-        test_files={"h2_cproj.py": source(h2_cproj)},
+        test_files={"orig-src.tgz": tgz(h2_cproj.project(subject, knob))},
         tags=("make", "c", subject), image="dev", oracle_turns=2,
     )
 
