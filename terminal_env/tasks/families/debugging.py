@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import gzip
 import random
 import re
 
 from .base import Family, Instance
-from .support import h2_cbugs, h2_league, h2_pybugs, h2_shbugs, source
+from .support import functions, h2_cbugs, h2_league, h2_pybugs, h2_shbugs, source
 
 FAMILIES: list[Family] = []
+
+_TIER = """
+
+@pytest.mark.weight({weight})
+def {name}():
+    for seed in {seeds}:
+{body}"""
+
+
+def _tiers(call: str, *tiers: tuple[str, int, str, int, str]) -> str:
+    """The text of weighted test functions that run ``call(seed, size)`` over seeds, one per
+    (test name, weight, seeds, size, failure message): with a message, ``call`` returns the
+    outputs of the agent's program and of the reference, which must be equal; without, it
+    checks them itself."""
+    out = []
+    for name, weight, seeds, size, message in tiers:
+        body = (f"        got, want = {call}(seed, {size})\n        assert got == want, {message}\n"
+                if message else f"        {call}(seed, {size})\n")
+        out.append(_TIER.format(name=name, weight=weight, seeds=seeds, body=body))
+    return "".join(out)
+
 
 # ------------------------------------------------------------------ py-tool-bugfix
 # A small Python command-line tool (one of four) with one to three bugs from its catalogue. The
@@ -41,28 +63,13 @@ def outputs(seed, size):
                          text=True, timeout=60, cwd=str(d))
     assert got.returncode == 0, f"exit {got.returncode}: {got.stderr[-800:]}"
     return got.stdout, want.stdout
-
-
-@pytest.mark.weight(1)
-def test_small_inputs():
-    for seed in (11, 12, 13):
-        got, want = outputs(seed, 1)
-        assert got == want, f"wrong output on a small input:\\n{got}\\nexpected:\\n{want}"
-
-
-@pytest.mark.weight(2)
-def test_hidden_inputs():
-    for seed in range(100, 106):
-        got, want = outputs(seed, 2)
-        assert got == want, f"wrong output on hidden input {seed - 100}"
-
-
-@pytest.mark.weight(1)
-def test_larger_inputs():
-    for seed in (900, 901, 902):
-        got, want = outputs(seed, 4)
-        assert got == want, "wrong output on a larger input"
 '''
+_PY_TESTS += _tiers(
+    "outputs",
+    ("test_small_inputs", 1, "(11, 12, 13)", 1,
+     r'f"wrong output on a small input:\n{got}\nexpected:\n{want}"'),
+    ("test_hidden_inputs", 2, "range(100, 106)", 2, 'f"wrong output on hidden input {seed - 100}"'),
+    ("test_larger_inputs", 1, "(900, 901, 902)", 4, '"wrong output on a larger input"'))
 
 
 def _py_tool_bugfix(rng: random.Random, index: int) -> Instance:
@@ -112,17 +119,17 @@ FAMILIES.append(Family("py-tool-bugfix", "debugging", "train",
 # pointer, char vs EOF, floor division, aliased buffers, ...). The tests compile the agent's
 # source themselves and compare it with the reference on hidden inputs.
 
-_C_TESTS = '''"""gcc builds the repaired source and the reference; both read the same unseen files."""
+_C_TESTS = '''"""gcc builds the repaired source and the reference (expected.c.gz); both read the same unseen
+files."""
 
 import functools
+import gzip
 import random
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
-
-from h2_cbugs import input_bytes, program_text
 
 PROG = __PROG__
 SOURCE = __SOURCE__
@@ -131,7 +138,8 @@ SOURCE = __SOURCE__
 @functools.lru_cache(maxsize=None)
 def binaries():
     d = Path(tempfile.mkdtemp())
-    (d / "ref.c").write_text(program_text(PROG, ()))
+    packed = Path(__file__).with_name("expected.c.gz").read_bytes()
+    (d / "ref.c").write_bytes(gzip.decompress(packed))
     subprocess.run(["gcc", "-O1", "-o", str(d / "ref"), str(d / "ref.c")], check=True, timeout=120)
     r = subprocess.run(["gcc", "-O1", "-o", str(d / "fixed"), SOURCE], capture_output=True, text=True,
                        timeout=120)
@@ -147,28 +155,14 @@ def both(seed, size):
     got = subprocess.run([str(fixed), str(d / "input")], capture_output=True, timeout=60)
     assert got.returncode == 0, f"exit {got.returncode}: {got.stderr[-500:]!r}"
     return got.stdout.decode("latin-1"), want.stdout.decode("latin-1")
-
-
-@pytest.mark.weight(1)
-def test_short_files():
-    for seed in (21, 22, 23):
-        got, want = both(seed, 1)
-        assert got == want, f"differs from the reference on a short file:\\n{got}\\nexpected:\\n{want}"
-
-
-@pytest.mark.weight(2)
-def test_unseen_files():
-    for seed in range(300, 306):
-        got, want = both(seed, 2)
-        assert got == want, f"differs from the reference on unseen file {seed - 300}"
-
-
-@pytest.mark.weight(1)
-def test_big_files():
-    for seed in (700, 701, 702):
-        got, want = both(seed, 5)
-        assert got == want, "differs from the reference on a big file"
 '''
+_C_TESTS += _tiers(
+    "both",
+    ("test_short_files", 1, "(21, 22, 23)", 1,
+     r'f"differs from the reference on a short file:\n{got}\nexpected:\n{want}"'),
+    ("test_unseen_files", 2, "range(300, 306)", 2,
+     'f"differs from the reference on unseen file {seed - 300}"'),
+    ("test_big_files", 1, "(700, 701, 702)", 5, '"differs from the reference on a big file"'))
 
 
 def _c_prog_bugfix(rng: random.Random, index: int) -> Instance:
@@ -194,14 +188,16 @@ only). The graders compile `{src}` themselves and feed the binary files you have
 """
     solution = f"cat > {src} <<'EOF_FIXED'\n{h2_cbugs.program_text(prog, ())}EOF_FIXED\n" \
                f"gcc -O1 -o /app/{prog}/{prog} {src}\n"
-    tests = _C_TESTS.replace("__PROG__", repr(prog)).replace("__SOURCE__", repr(src))
+    tests = (_C_TESTS.replace("__PROG__", repr(prog)).replace("__SOURCE__", repr(src))
+             + "\n\n" + functions(h2_cbugs, "input_bytes") + "\n")
     difficulty = {1: "easy", 2: "medium", 3: "hard"}[ndefects]
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
         variant=f"{prog}/{'+'.join(defects)}",
         files={f"{prog}/{prog}.c": h2_cbugs.program_text(prog, defects),
                f"{prog}/sample.txt": h2_cbugs.input_bytes(prog, rng, 2)},
-        test_files={"h2_cbugs.py": source(h2_cbugs)},
+        test_files={"expected.c.gz": gzip.compress(h2_cbugs.program_text(prog, ()).encode(),
+                                                   mtime=0)},
         tags=("c", "bugfix", prog), image="dev", oracle_turns=2,
     )
 
@@ -245,25 +241,10 @@ def compare(seed, size):
     a, b = json.loads(got.stdout), json.loads(want.stdout)
     assert a["results"] == b["results"], f"wrong answers in hidden scenario {seed}"
     assert a["snapshots"] == b["snapshots"], f"wrong snapshots in hidden scenario {seed}"
-
-
-@pytest.mark.weight(1)
-def test_short_seasons():
-    for seed in (31, 32, 33):
-        compare(seed, 1)
-
-
-@pytest.mark.weight(2)
-def test_hidden_seasons():
-    for seed in range(500, 506):
-        compare(seed, 2)
-
-
-@pytest.mark.weight(1)
-def test_long_seasons():
-    for seed in (800, 801, 802):
-        compare(seed, 5)
 '''
+_LEAGUE_TESTS += _tiers("compare", ("test_short_seasons", 1, "(31, 32, 33)", 1, ""),
+                        ("test_hidden_seasons", 2, "range(500, 506)", 2, ""),
+                        ("test_long_seasons", 1, "(800, 801, 802)", 5, ""))
 
 
 def _league_table_bugs(rng: random.Random, index: int) -> Instance:
@@ -339,25 +320,10 @@ def compare(seed, size):
     got = subprocess.run(["bash", PATH, *argv], capture_output=True, text=True, timeout=60, cwd=str(d))
     assert (got.stdout, got.returncode) == (want.stdout, want.returncode), \\
         f"hidden case {seed}: got {got.stdout!r} (exit {got.returncode}), expected {want.stdout!r}"
-
-
-@pytest.mark.weight(1)
-def test_small_cases():
-    for seed in (41, 42, 43):
-        compare(seed, 1)
-
-
-@pytest.mark.weight(2)
-def test_hidden_cases():
-    for seed in range(600, 606):
-        compare(seed, 2)
-
-
-@pytest.mark.weight(1)
-def test_larger_cases():
-    for seed in (650, 651, 652):
-        compare(seed, 4)
 '''
+_SH_TESTS += _tiers("compare", ("test_small_cases", 1, "(41, 42, 43)", 1, ""),
+                    ("test_hidden_cases", 2, "range(600, 606)", 2, ""),
+                    ("test_larger_cases", 1, "(650, 651, 652)", 4, ""))
 
 
 def _sh_script_bugfix(rng: random.Random, index: int) -> Instance:
