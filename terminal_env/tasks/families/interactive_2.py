@@ -1,4 +1,5 @@
-"""Generated task families of the interactive category, part 2 (see :mod:`.base` for what a family is).
+"""Generated task families of the interactive category, part 2 (see :mod:`.base` for what a family is);
+its terminal helpers serve part 3 too.
 
 Both programs read the terminal (``/dev/tty``, typeahead discarded before every prompt) and are the
 only legitimate writers of their output: they stamp it with a keyed digest that the tests verify.
@@ -14,7 +15,7 @@ from .base import Family, Instance
 FAMILIES: list[Family] = []
 
 # Shared by both programs: terminal prompts that ignore typeahead.
-_TTY = r'''
+TTY_PROMPTS = r'''
 import hashlib, hmac, json, os, sys, termios
 try:
     _IN, _OUT = open("/dev/tty"), open("/dev/tty", "w")
@@ -70,11 +71,11 @@ PY
 '''
 
 
-def _driver(argv: list[str], answers: list[str]) -> str:
+def pty_driver(argv: list[str], answers: list[str]) -> str:
     return _DRIVER.replace("__ANSWERS__", repr(answers)).replace("__ARGV__", repr(argv))
 
 
-def _key(rng: random.Random) -> str:
+def seal_key(rng: random.Random) -> str:
     return "".join(rng.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(28))
 
 
@@ -348,7 +349,7 @@ def _merge(rng: random.Random, index: int) -> Instance:
     lines += [_mod_line(fmt, m) for m in post]
     m_want = pre + m_want + post
     path = f"/app/work/{name}"
-    key = _key(rng)
+    key = seal_key(rng)
     num_rule = "keep the **smaller** of the two values" if policy == "smaller" else \
         "keep the **larger** of the two values"
     ours_txt, theirs_txt = "our side (HEAD)", f"the side of `{branch}`"
@@ -381,9 +382,9 @@ Lines outside the hunks stay as they are.
              .replace("__KEY__", repr(key)).replace("__WANT__", repr(want))
              .replace("__MODULES__", repr(m_want))
              .replace("__GROUPS__", repr(groups)).replace("__EDIT_TEST__", _EDIT_TEST if edits else ""))
-    program = (_PICK.replace("__TTY__", _TTY).replace("__KEY__", repr(key))
+    program = (_PICK.replace("__TTY__", TTY_PROMPTS).replace("__KEY__", repr(key))
                .replace("__OPTIONS__", repr(options)))
-    solution = _driver(["/app/pickmerge", path], answers + ["y"]) + f"cat {path}\n"
+    solution = pty_driver(["/app/pickmerge", path], answers + ["y"]) + f"cat {path}\n"
     diff = {"named": "easy", "larger": "medium", "smaller": "medium", "handedit": "hard"}[policy]
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=diff, variant=f"{fmt}/{policy}",
