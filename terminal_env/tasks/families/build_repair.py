@@ -218,8 +218,9 @@ _CMAKE_FAULTS = {
 }
 _CMAKE_SILENT = ("output-name", "build-tree-include", "install-dest")
 
-_CMAKE_TESTS = '''"""Configures fresh copies of the project with the agent's CMakeLists.txt (in and outside the
-source tree), installs, and runs the program on hidden inputs."""
+_CMAKE_TESTS = '''"""Sets up fresh copies of the project with the agent's CMakeLists.txt (build trees inside and
+outside the copy), installs, and runs the program on hidden inputs against a reference program
+compiled from the original sources."""
 
 import random
 import shutil
@@ -240,77 +241,67 @@ def reference():
     d = Path(tempfile.mkdtemp())
     with tarfile.open(Path(__file__).with_name("reference.tar.gz")) as tar:
         tar.extractall(d)
-    srcs = sorted(str(p) for p in (d / "src").glob("*.c"))
-    subprocess.run(["gcc", "-I", str(d / "include"), *srcs, "-o", str(d / "ref"), "-lm"],
+    files = sorted(str(p) for p in (d / "src").glob("*.c"))
+    subprocess.run(["gcc", "-I", str(d / "include"), *files, "-o", str(d / "ref"), "-lm"],
                    check=True, timeout=120)
     return d / "ref"
 
 
-def stdin_for(name, rng, size=1):
-    n = 6 + 6 * size
-    if name == "polyeval":
-        k = rng.randint(2, 4)
-        coefs = [rng.randint(-9, 9) for _ in range(k)] + [rng.choice([1, -1, 2])]
-        xs = [round(rng.uniform(-5, 5), 2) for _ in range(n)]
-        return f"{len(coefs)}\\n{' '.join(map(str, coefs))}\\n{' '.join(map(str, xs))}\\n"
-    out = []
-    for _ in range(n):
-        k = rng.choice([10, 12, 16])
-        out.append("".join(str(rng.randint(0, 9)) for _ in range(k)))
-    out += ["79927398713", "0306406152", "123456789X"]
-    rng.shuffle(out)
-    return "\\n".join(out) + "\\n"
+def leftovers(folder, names):
+    return [n for n in names
+            if n.startswith("build") or n.startswith("CMake") and n != "CMakeLists.txt"]
 
 
-def fresh_copy():
+def duplicate():
     d = Path(tempfile.mkdtemp()) / PROJ
-    shutil.copytree(APP, d, ignore=shutil.ignore_patterns("build", "build-*", "CMakeCache.txt",
-                                                          "CMakeFiles", "*.o", OUTNAME))
+    shutil.copytree(APP, d, ignore=leftovers)
     return d
 
 
 def run(*cmd):
-    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=300)
+    r = subprocess.run(["cmake", *cmd], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"{' '.join(cmd)} failed:\\n{(r.stdout + r.stderr)[-1500:]}"
 
 
-def build(src, out, *extra):
-    run("cmake", "-S", str(src), "-B", str(out), *extra)
-    run("cmake", "--build", str(out))
+def configure_and_compile(top, out, *extra):
+    run("-S", str(top), "-B", str(out), *extra)
+    run("--build", str(out))
 
 
-def matches_reference(binary, seeds):
-    assert binary.is_file(), f"no program at {binary}"
+def matches_reference(artifact, cases):
+    assert artifact.is_file(), f"no program at {artifact}"
     ref = reference()
-    for seed in seeds:
-        text = stdin_for(PROJ, random.Random(seed), 2)
-        got = subprocess.run([str(binary)], input=text, capture_output=True, text=True, timeout=60)
+    for case in cases:
+        text = stdin_for(PROJ, random.Random(case), 2)
+        got = subprocess.run([str(artifact)], input=text, capture_output=True, text=True, timeout=60)
         want = subprocess.run([str(ref)], input=text, capture_output=True, text=True, timeout=60)
-        assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {seed}"
+        assert got.returncode == 0 and got.stdout == want.stdout, f"wrong output on hidden input {case}"
 
 
 @pytest.mark.weight(2)
-def test_build_in_tree():
-    d = fresh_copy()
-    build(d, d / "build")
+def test_in_tree():
+    d = duplicate()
+    configure_and_compile(d, d / "build")
     matches_reference(d / "build" / OUTNAME, range(5))
 
 
 @pytest.mark.weight(1)
-def test_build_outside_tree():
-    d = fresh_copy()
+def test_out_of_tree():
+    d = duplicate()
     out = Path(tempfile.mkdtemp()) / "elsewhere" / "b"
-    build(d, out, "-DCMAKE_BUILD_TYPE=Release")
+    configure_and_compile(d, out, "-DCMAKE_BUILD_TYPE=Release")
     matches_reference(out / OUTNAME, range(10, 13))
 
 
 @pytest.mark.weight(1)
 def test_install():
-    d = fresh_copy()
-    build(d, d / "build")
-    prefix = Path(tempfile.mkdtemp()) / "prefix"
-    run("cmake", "--install", str(d / "build"), "--prefix", str(prefix))
-    matches_reference(prefix / "bin" / OUTNAME, [20, 21])
+    d = duplicate()
+    configure_and_compile(d, d / "build")
+    staging = Path(tempfile.mkdtemp()) / "staged"
+    run("--install", str(d / "build"), "--prefix", str(staging))
+    matches_reference(staging / "bin" / OUTNAME, [20, 21])
+
+
 '''
 
 
@@ -339,19 +330,19 @@ def _cmake_fault_fix(rng: random.Random, index: int) -> Instance:
 `{app}/CMakeLists.txt`, that does not work. Fix `CMakeLists.txt` (not the C sources) so that, for
 a fresh copy of `{app}` without any build directory:
 
-- `cmake -S <copy> -B <builddir> && cmake --build <builddir>` works for any build directory, inside
-  the copy (`<copy>/build`) or anywhere else on the file system, with or without
-  `-DCMAKE_BUILD_TYPE=Release`, and produces the program `<builddir>/{b}` (C99; it needs the math
-  library);
+- `cmake -S <srcdir> -B <builddir> && cmake --build <builddir>` works for any build directory, inside
+  the copy (`<srcdir>/build`) or in any other place on the file system, with or without
+  `-DCMAKE_BUILD_TYPE=Release`, and produces the program `<builddir>/{b}` (C99; it links against
+  libm);
 - `cmake --install <builddir> --prefix <prefix>` then installs the program as `<prefix>/bin/{b}`.
 
-The installed CMake is the one in this image. The program reads its input from stdin; try it on
-`{app}/sample.txt`. It will be built from copies of `{app}` and run on other inputs.
+The program reads its input from stdin; try it on `{app}/sample.txt`. It will be built from copies
+of `{app}` and run on other inputs.
 """
     solution = (f"cat > {app}/CMakeLists.txt <<'EOF_CMAKE'\n{good}EOF_CMAKE\n"
                 f"cd {app} && rm -rf build && cmake -S . -B build && cmake --build build\n")
     tests = (_CMAKE_TESTS.replace("__PROJ__", repr(proj)).replace("__SETTING__", repr(setting))
-             .replace("__OUTNAME__", repr(b)))
+             .replace("__OUTNAME__", repr(b)) + functions(h2_cmproj, "stdin_for") + "\n")
     score = (len(faults) >= 4) + len(silent)
     difficulty = "easy" if score == 0 else "medium" if score == 1 else "hard"
     return Instance(
