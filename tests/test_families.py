@@ -151,16 +151,22 @@ def test_no_theme_crosses_splits_in_the_generated_pool_or_against_the_bundled_on
     assert pairs == [], [(p.a, p.b, round(p.score, 3)) for p in pairs[:10]]
 
 
-def test_the_generated_pool_is_addressable_like_the_bundled_one(tmp_path, monkeypatch):
-    monkeypatch.setenv("TERMINAL_ENV_GENERATED", str(tmp_path / "pool"))
+@pytest.fixture(scope="module")
+def default_pool_dir(tmp_path_factory):
+    """Where the default generated pool goes: one per module (writing 2,400 tasks takes a while)."""
+    return tmp_path_factory.mktemp("generated") / "pool"
+
+
+def test_the_generated_pool_is_addressable_like_the_bundled_one(default_pool_dir, monkeypatch):
+    monkeypatch.setenv("TERMINAL_ENV_GENERATED", str(default_pool_dir))
     train = resolve_tasks(["pool:generated:train"])
     assert train and all(t.split == "train" and t.metadata.get("family") in FAMILIES for t in train)
     assert len(train) == 60 * sum(f.split == "train" for f in FAMILIES.values())
     with pytest.raises(ConfigError, match="test split is protected"):
         resolve_tasks(["pool:generated:test"])
-    stamp = (tmp_path / "pool" / "generated.json").stat().st_mtime_ns
-    assert ensure_default_pool() == tmp_path / "pool"
-    assert (tmp_path / "pool" / "generated.json").stat().st_mtime_ns == stamp  # written once
+    stamp = (default_pool_dir / "generated.json").stat().st_mtime_ns
+    assert ensure_default_pool() == default_pool_dir
+    assert (default_pool_dir / "generated.json").stat().st_mtime_ns == stamp  # written once
     with pytest.raises(ConfigError, match="pool:generated"):
         resolve_tasks(["pool:generated:train:x"])
 
@@ -212,13 +218,13 @@ def test_an_instance_passes_the_whole_gate(gate_pool, name, index, base_image):
     assert "-" not in (row.rewrite, row.constant, row.instance)
 
 
-def test_a_loop_takes_its_splits_from_the_generated_pool(tmp_path, monkeypatch):
-    monkeypatch.setenv("TERMINAL_ENV_GENERATED", str(tmp_path / "pool"))
+def test_a_loop_takes_its_splits_from_the_generated_pool(default_pool_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("TERMINAL_ENV_GENERATED", str(default_pool_dir))
     config = parse_config({"start": str(tmp_path / "base"), "tasks": {
         split: ["pool:generated"] for split in ("train", "validation", "test")},
         "stages": [{"kind": "rsr", "name": "rsr-1"}]})
     assert {f.split for f in FAMILIES.values()} == {"train", "validation", "test"}
     loop = Loop(config, tmp_path / "loop")
     for split, paths in loop.splits.items():
-        families = {load_task(p).metadata["family"] for p in paths}
+        families = {Path(p).name.rsplit("-s0-", 1)[0] for p in paths}  # <family>-s<seed>-<index>
         assert families == {n for n in NAMES if FAMILIES[n].split == split}, split

@@ -29,15 +29,18 @@ def tree_files(root: Path, *, exclude: tuple[str, ...] = ()) -> dict[str, Path]:
     out: dict[str, Path] = {}
     if not root.is_dir():
         return out
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root)
+    top = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(top):
+        # plain strings here: a pool of thousands of generated tasks is walked on every load
+        rel_dir = os.path.relpath(dirpath, top).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        if rel_dir == Path("."):
+        if not prefix:
             dirnames[:] = [d for d in dirnames if d not in exclude]
             filenames = [f for f in filenames if f not in exclude]
         # os.walk lists symlinks to directories among dirnames and does not follow them
-        for name in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
-            out[(rel_dir / name).as_posix()] = Path(dirpath) / name
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            out[prefix + name] = Path(dirpath, name)
     return dict(sorted(out.items()))
 
 
