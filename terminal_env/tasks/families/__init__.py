@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from . import (build_repair, debugging, git, git_2, interactive, interactive_2, long_horizon, long_horizon_2,
                performance, performance_2, scientific, scientific_2, security, security_2, security_3,
-               sysadmin, sysadmin_2, text_data, text_data_2, interactive_3, build_repair_2)
+               sysadmin, sysadmin_2, text_data, text_data_2, interactive_3, build_repair_2, interactive_4)
 from .base import CATEGORIES, DIFFICULTIES, Family, Instance
 
 _MODULES = (build_repair, debugging, git, git_2, interactive, long_horizon, long_horizon_2, performance,
             performance_2, scientific, scientific_2, security, security_2, security_3, sysadmin, sysadmin_2,
-            text_data, text_data_2, interactive_2, interactive_3, build_repair_2)
+            text_data, text_data_2, interactive_2, interactive_3, build_repair_2, interactive_4)
 
 
 def _registry() -> dict[str, Family]:
