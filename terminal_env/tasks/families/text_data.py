@@ -43,10 +43,11 @@ from pathlib import Path
 
 import pytest
 
-from logtools import make_records, render, report
+from logtools import given_hits, make_hits, render, report
 
 FMT = __FMT__
 KIND = __KIND__
+GIVEN_SEED = __SEED__
 PROGRAM = "/app/rollup.py"
 
 
@@ -64,33 +65,32 @@ def run(text):
 
 @pytest.mark.weight(1)
 def test_given_log_report_file():
-    recs = json.loads(Path(__file__).with_name("given.json").read_text())
     got = json.loads(Path("/app/report.json").read_text())
-    assert got == report(KIND, recs), "report.json is not the report of /app/access.log"
+    assert got == report(KIND, given_hits(GIVEN_SEED)), "report.json is not the report of /app/access.log"
 
 
 @pytest.mark.weight(2)
 def test_hidden_logs():
     for seed in range(3):
         rng = random.Random(1000 + seed)
-        recs = make_records(rng, rng.randint(30, 90))
-        assert run(render(FMT, recs, rng)) == report(KIND, recs), f"wrong report on hidden log {seed}"
+        hits = make_hits(rng, rng.randint(30, 90))
+        assert run(render(FMT, hits, rng)) == report(KIND, hits), f"wrong report on hidden log {seed}"
 
 
 @pytest.mark.weight(1)
 def test_single_line_and_blank_lines():
     rng = random.Random(7)
-    recs = make_records(rng, 1)
-    text = "\\n" + render(FMT, recs, rng) + "\\n\\n"
-    assert run(text) == report(KIND, recs), "a log with one record and blank lines"
+    hits = make_hits(rng, 1)
+    text = "\\n" + render(FMT, hits, rng) + "\\n\\n"
+    assert run(text) == report(KIND, hits), "a log with one record and blank lines"
 '''
 
 
 def _log_rollup(rng: random.Random, index: int) -> Instance:
     fmt = rng.choice(sorted(_FORMATS))
     kind = rng.choice(sorted(_REPORTS))
-    recs = logtools.make_records(rng, rng.randint(40, 120))
-    log = logtools.render(fmt, recs, rng)
+    seed = rng.randrange(2**31)
+    log = logtools.render(fmt, logtools.given_hits(seed), random.Random(seed + 1))
     instruction = f"""\
 `/app/access.log` is a web server's access log: {_FORMATS[fmt]}.
 
@@ -109,25 +109,26 @@ be run on other logs of the same format.
     }[fmt]
     solution = f"""cat > /app/rollup.py <<'PY'
 import json, math, re, sys
-recs = []
+hits = []
 for line in open(sys.argv[1]):
     line = line.strip()
     if line:
         {parse}
-        recs.append(r)
+        hits.append(r)
 {_report_source()}
-print(json.dumps(report({kind!r}, recs)))
+print(json.dumps(report({kind!r}, hits)))
 PY
 python3 /app/rollup.py /app/access.log > /app/report.json
 """
-    tests = _LOG_TESTS.replace("__FMT__", repr(fmt)).replace("__KIND__", repr(kind))
+    tests = (_LOG_TESTS.replace("__FMT__", repr(fmt)).replace("__KIND__", repr(kind))
+             .replace("__SEED__", repr(seed)))
     difficulty = {"status-by-path": "easy", "users-per-day": "easy", "p90-latency": "medium"}[kind]
     if fmt == "clf" and kind == "p90-latency":
         difficulty = "medium"
     return Instance(
         instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
         variant=f"{fmt}/{kind}", files={"access.log": log},
-        test_files={"logtools.py": source(logtools), "given.json": json.dumps(recs)},
+        test_files={"logtools.py": source(logtools)},
         tags=("logs", "json", fmt), oracle_turns=2,
     )
 
