@@ -338,26 +338,27 @@ FAMILIES.append(Family("sys-port-owners", "sysadmin", "test",
 
 
 # ------------------------------------------------------------------ disk-usage
-# A usage report over a directory tree, in one of four kinds, measured in apparent or allocated
-# bytes; the tests build hidden trees (owners, hard links, symlinks, sparse and old files).
+# A space report over a volume, in one of four kinds, measured in apparent or allocated bytes;
+# the tests fill hidden volumes (several uids, hard links, symlinks, sparse and old files).
 
 _DU_KINDS = {
-    "by-owner": ("`/app/bin/usage DIR`", "one line `USER BYTES` per owner of regular files, where "
-                 "USER is the owner's user name (the numeric user id when /etc/passwd has no such "
-                 "user); sorted by BYTES, largest first, ties by USER in byte order"),
-    "top-dirs": ("`/app/bin/usage DIR`", "one line `BYTES NAME` for each directory directly inside "
-                 "DIR (its regular files at any depth; an empty one gets 0), plus a line for the name "
-                 "`.` with the regular files directly in DIR when there are any; sorted by BYTES, "
-                 "largest first, ties by NAME in byte order"),
+    "by-user": ("`/app/bin/usage DIR`", "one line `USER BYTES` for each user the counted files "
+                "belong to, where USER is the login name that /etc/passwd gives the file's uid "
+                "(the uid itself when /etc/passwd has no entry for it); sorted by BYTES, largest "
+                "first, ties by USER in byte order"),
+    "top-level": ("`/app/bin/usage DIR`", "one line `BYTES NAME` for each folder directly inside "
+                  "DIR (the counted files anywhere below it; an empty folder gets 0), plus a line "
+                  "for the name `.` with the counted files directly in DIR when there are any; "
+                  "sorted by BYTES, largest first, ties by NAME in byte order"),
     "by-ext": ("`/app/bin/usage DIR`", "one JSON object mapping each file extension to "
-               "`{\"files\": COUNT, \"bytes\": BYTES}` over the regular files. The extension is "
+               "`{\"files\": COUNT, \"bytes\": BYTES}` over the counted files. The extension is "
                "the part of the file name after its last dot, lowercased (`a.tar.gz` -> `gz`); "
-               "names without a dot, and dot files like `.profile` with no other dot, have the "
+               "names without a dot, and hidden names like `.profile` with no other dot, have the "
                "extension `\"\"` (a leading dot does not count)"),
-    "stale": ("`/app/bin/usage DIR DAYS`", "the paths (relative to DIR, like `logs/a.gz`) of the "
-              "regular files last modified more than DAYS days (DAYS x 86400 seconds) before the "
-              "program runs, one per line in byte order, followed by a line `TOTAL BYTES` with "
-              "the sum of their sizes in bytes (`TOTAL 0` when there are none)"),
+    "stale": ("`/app/bin/usage DIR DAYS`", "the paths (under DIR, written like `journal/a.gz`) of "
+              "the counted files last modified more than DAYS days (DAYS x 86400 seconds) before "
+              "the program runs, one per line in byte order, followed by a line `TOTAL BYTES` "
+              "with the sum of their sizes in bytes (`TOTAL 0` when there are none)"),
 }
 _DU_MEASURE = {
     "apparent": "BYTES is the files' size in bytes (their length, as `ls -l` shows it)",
@@ -365,7 +366,7 @@ _DU_MEASURE = {
                   "as `du -B1` counts it (a sparse file occupies less than its length)"),
 }
 
-_DU_TESTS = '''"""Runs the agent's usage program on hidden directory trees."""
+_DU_TESTS = '''"""Runs the agent's space report on freshly filled hidden volumes."""
 
 import json
 import random
@@ -384,31 +385,31 @@ SEED = __SEED__
 
 def check(seed, links, sparse):
     rng = random.Random(seed)
-    root = make_tree(rng, tempfile.mkdtemp(prefix="vol"), links=links, sparse=sparse)
+    vol = make_tree(rng, tempfile.mkdtemp(prefix="vol"), links=links, sparse=sparse)
     days = rng.choice([3, 10, 30, 60, 200])
-    args = ["/app/bin/usage", root] + ([str(days)] if KIND == "stale" else [])
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd="/")
+    argv = ["/app/bin/usage", vol] + ([str(days)] if KIND == "stale" else [])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/")
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-600:]}"
-    want = report(KIND, root, MEASURE, days, time.time())
+    want = report(KIND, vol, MEASURE, days, time.time())
     if KIND == "by-ext":
-        assert json.loads(r.stdout) == json.loads(want), f"wrong report for a tree like {root}"
+        assert json.loads(r.stdout) == json.loads(want), f"wrong report for a volume like {vol}"
     else:
         assert r.stdout.strip("\\n").split("\\n") == want.strip("\\n").split("\\n"), \\
-            f"wrong report for a tree like {root}"
+            f"wrong report for a volume like {vol}"
 
 
 @pytest.mark.weight(1)
-def test_plain_tree():
+def test_simple_volume():
     check(SEED, links=False, sparse=False)
 
 
 @pytest.mark.weight(2)
-def test_links_are_not_double_counted():
+def test_hard_links_count_once():
     check(SEED + 1, links=True, sparse=False)
 
 
 @pytest.mark.weight(2)
-def test_full_trees():
+def test_full_volumes():
     for k in range(3):
         check(SEED + 10 + k, links=True, sparse=True)
 '''
@@ -431,23 +432,23 @@ def _disk_usage(rng: random.Random, index: int) -> Instance:
     usage, desc = _DU_KINDS[kind]
     meas = "" if kind == "stale" else f" {_DU_MEASURE[measure]}."
     instruction = f"""\
-The storage volume's owners want a usage report they can run themselves. Write `/app/bin/usage`,
-an executable program (bash or Python 3, standard library only), run as {usage}, that prints
+The storage team wants a space report it can run by itself. Write `/app/bin/usage`, an executable
+program (bash or Python 3, standard library only), run as {usage}, that prints
 {desc}.{meas}
 
-Rules for every report:
-- Only regular files count. Symbolic links are never followed (neither to files nor to
-  directories, inside or outside DIR) and are not counted themselves.
-- A file with several hard links inside DIR counts once, under the path that comes first in byte
-  order (relative to DIR).
-- Dot files and dot directories count like any other.
+What is counted, in every report:
+- Plain files only: not folders, devices, sockets or symbolic links. Symbolic links are never
+  followed, whether they point to files or to folders, inside DIR or outside it.
+- A file with several hard-linked names inside DIR counts once, under the name whose path
+  (written from DIR down, like `media/x.gz`) comes first in byte order.
+- Hidden files and folders (names starting with a dot) count like any other.
 
-The program is run as root on other directory trees than the one in `/app/sample`, which you can
-use to try it.
+The program runs with full privileges on other volumes than the sample in `/app/sample`, which you
+can use to try it.
 """
     difficulty = "hard" if measure == "allocated" else "medium"
     sample = {f"sample/{d}/{n}": "x" * rng.randint(10, 400) + "\n"
-              for d in rng.sample(h3_diskuse.DIRNAMES, 3) for n in ("a.log", "b.csv", ".keep")}
+              for d in rng.sample(h3_diskuse.AREAS, 3) for n in ("a.log", "b.csv", ".keep")}
     tests = (_DU_TESTS.replace("__KIND__", repr(kind)).replace("__MEASURE__", repr(measure))
              .replace("__SEED__", str(rng.randint(1000, 99999))))
     return Instance(
@@ -460,6 +461,6 @@ use to try it.
 
 
 FAMILIES.append(Family("sys-disk-usage", "sysadmin", "validation",
-                       "a disk usage report (per owner, per top directory, per extension, stale "
-                       "files) in apparent or allocated bytes, run on hidden trees with hard links, "
+                       "a space report (per user, per top-level folder, per extension, stale "
+                       "files) in apparent or allocated bytes, run on hidden volumes with hard links, "
                        "symlinks and sparse files", _disk_usage))

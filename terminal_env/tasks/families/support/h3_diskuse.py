@@ -1,35 +1,34 @@
-"""Directory trees for the sys-disk-usage family, and the reference usage report.
+"""Volumes for the sys-disk-usage family, and the reference space report.
 
-``make_tree`` builds a hidden tree (owners, hard links, symlinks to files, directories and out of
-the tree, sparse files, old files); ``report`` is the report the agent's program must print."""
+``make_tree`` fills a hidden volume (files of several uids, hard links, symlinks to files, to
+folders and out of the volume, sparse files, old files); ``report`` is what the agent's program
+must print for it."""
 
 import json
 import os
-import pwd
-import stat
 import time
 
 UIDS = [0, 33, 65534, 4242, 1001]
 EXTS = ["log", "gz", "csv", "json", "txt", "tar.gz", "", "LOG", "db", "Json"]
-DIRNAMES = ["cache", "uploads", "backups", "logs", "tmp", "reports", "media", "spool", "archive"]
+AREAS = ["cache", "uploads", "snapshots", "journal", "tmp", "exports", "media", "spool", "archive"]
 AGES = [1, 5, 20, 40, 100, 400]
 
 
-def make_tree(rng, root, links=True, sparse=True, now=None):
+def make_tree(rng, top, links=True, sparse=True, now=None):
     now = time.time() if now is None else now
-    dirs = [root]
-    for i, name in enumerate(rng.sample(DIRNAMES, rng.randint(3, 5))):
-        d = os.path.join(root, name)
-        os.makedirs(d)
-        dirs.append(d)
+    folders = [top]
+    for name in rng.sample(AREAS, rng.randint(3, 5)):
+        area = os.path.join(top, name)
+        os.makedirs(area)
+        folders.append(area)
         for j in range(rng.randint(0, 2)):
-            os.makedirs(os.path.join(d, f"part{j}"))
-            dirs.append(os.path.join(d, f"part{j}"))
-    files = []
+            os.makedirs(os.path.join(area, f"part{j}"))
+            folders.append(os.path.join(area, f"part{j}"))
+    made = []
     for k in range(rng.randint(20, 35)):
         ext = rng.choice(EXTS)
         name = ("." if rng.random() < 0.1 else "") + f"f{k}" + (f".{ext}" if ext else "")
-        p = os.path.join(rng.choice(dirs), name)
+        p = os.path.join(rng.choice(folders), name)
         size = rng.choice([0, rng.randint(1, 5000), rng.randint(5000, 120000)])
         with open(p, "wb") as f:
             f.write((b"0123456789abcdef" * (size // 16 + 1))[:size])
@@ -39,44 +38,52 @@ def make_tree(rng, root, links=True, sparse=True, now=None):
         os.chown(p, uid, uid)
         t = now - rng.choice(AGES) * 86400 + rng.randint(-3000, 3000)
         os.utime(p, (t, t))
-        files.append(p)
+        made.append(p)
     if links:
         for n in range(rng.randint(2, 4)):
-            src = rng.choice(files)
-            os.link(src, os.path.join(rng.choice(dirs), f"hl{n}-{os.path.basename(src).lstrip('.')}"))
-        os.symlink(rng.choice(files), os.path.join(rng.choice(dirs), "latest.log"))
-        os.symlink(dirs[1], os.path.join(rng.choice(dirs[2:] or dirs), "shortcut"))
-        os.symlink("/usr/lib", os.path.join(root, "syslib"))
-        os.symlink("no-such-file", os.path.join(rng.choice(dirs), "dangling.txt"))
-    return root
+            src = rng.choice(made)
+            os.link(src, os.path.join(rng.choice(folders), f"hl{n}-{os.path.basename(src).lstrip('.')}"))
+        os.symlink(rng.choice(made), os.path.join(rng.choice(folders), "latest.log"))
+        os.symlink(folders[1], os.path.join(rng.choice(folders[2:] or folders), "shortcut"))
+        os.symlink("/usr/lib", os.path.join(top, "syslib"))
+        os.symlink("no-such-file", os.path.join(rng.choice(folders), "dangling.txt"))
+    return top
 
 
-def _files(root):
-    """Regular files under root, symlinks not followed: {inode key: (first path, lstat)}."""
-    seen = {}
-    for d, dirnames, names in os.walk(root):
-        dirnames.sort()
-        for n in names:
-            p = os.path.join(d, n)
-            st = os.lstat(p)
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            rel = os.path.relpath(p, root)
-            key = (st.st_dev, st.st_ino)
-            if key not in seen or rel.encode() < seen[key][0].encode():
-                seen[key] = (rel, st)
-    return sorted(seen.values(), key=lambda v: v[0].encode())
+def _walk(top, prefix=""):
+    """(path under top, stat result) of every plain file; symbolic links are never followed."""
+    with os.scandir(os.path.join(top, prefix)) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            yield from _walk(top, prefix + e.name + "/")
+        elif e.is_file(follow_symlinks=False):
+            yield prefix + e.name, e.stat(follow_symlinks=False)
+
+
+def _counted(top):
+    """One (path, stat result) per inode: the path first in byte order; sorted by path."""
+    first = {}
+    for path, st in _walk(top):
+        key = (st.st_dev, st.st_ino)
+        if key not in first or path.encode() < first[key][0].encode():
+            first[key] = (path, st)
+    return sorted(first.values(), key=lambda v: v[0].encode())
 
 
 def _size(st, measure):
     return st.st_blocks * 512 if measure == "allocated" else st.st_size
 
 
-def _user(uid):
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
+def _logins():
+    """uid -> login name, the first /etc/passwd entry for each uid."""
+    names = {}
+    with open("/etc/passwd") as f:
+        for line in f:
+            parts = line.split(":")
+            if len(parts) > 2 and parts[2].isdigit():
+                names.setdefault(int(parts[2]), parts[0])
+    return names
 
 
 def _ext(path):
@@ -84,34 +91,35 @@ def _ext(path):
     return name.rsplit(".", 1)[1].lower() if "." in name else ""
 
 
-def report(kind, root, measure="apparent", days=0, now=None):
+def report(kind, top, measure="apparent", days=0, now=None):
     """The report as the program must print it (a string ending in a newline)."""
-    files = _files(root)
-    if kind == "by-owner":
-        tot = {}
-        for rel, st in files:
-            tot[_user(st.st_uid)] = tot.get(_user(st.st_uid), 0) + _size(st, measure)
+    counted = _counted(top)
+    if kind == "by-user":
+        logins, tot = _logins(), {}
+        for path, st in counted:
+            who = logins.get(st.st_uid, str(st.st_uid))
+            tot[who] = tot.get(who, 0) + _size(st, measure)
         return "".join(f"{u} {b}\n" for u, b in sorted(tot.items(), key=lambda x: (-x[1], x[0])))
-    if kind == "top-dirs":
+    if kind == "top-level":
         tot = {}
-        for rel, st in files:
-            top = rel.split(os.sep)[0] if os.sep in rel else "."
-            tot[top] = tot.get(top, 0) + _size(st, measure)
-        for name in os.listdir(root):
-            p = os.path.join(root, name)
-            if os.path.isdir(p) and not os.path.islink(p):
-                tot.setdefault(name, 0)
+        for path, st in counted:
+            head = path.split("/")[0] if "/" in path else "."
+            tot[head] = tot.get(head, 0) + _size(st, measure)
+        with os.scandir(top) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    tot.setdefault(e.name, 0)
         return "".join(f"{b} {n}\n" for n, b in sorted(tot.items(), key=lambda x: (-x[1], x[0])))
     if kind == "by-ext":
         tot = {}
-        for rel, st in files:
-            e = tot.setdefault(_ext(rel), {"files": 0, "bytes": 0})
+        for path, st in counted:
+            e = tot.setdefault(_ext(path), {"files": 0, "bytes": 0})
             e["files"] += 1
             e["bytes"] += _size(st, measure)
         return json.dumps(tot, sort_keys=True) + "\n"
     now = time.time() if now is None else now
-    old = [(rel, st) for rel, st in files if st.st_mtime < now - days * 86400]
-    return "".join(f"{rel}\n" for rel, st in old) + f"TOTAL {sum(st.st_size for rel, st in old)}\n"
+    old = [(path, st) for path, st in counted if st.st_mtime < now - days * 86400]
+    return "".join(f"{path}\n" for path, st in old) + f"TOTAL {sum(st.st_size for path, st in old)}\n"
 
 
 def main(argv):
