@@ -223,19 +223,18 @@ from pathlib import Path
 
 import pytest
 
-from h2_league import DRIVER, render, scenario
-
 MODULE = "/app/league/league.py"
+HERE = Path(__file__).parent
 
 
 def compare(seed, size):
     d = Path(tempfile.mkdtemp())
-    (d / "ops.json").write_text(json.dumps(scenario(random.Random(seed), size)))
-    (d / "ref.py").write_text(render(()))
-    (d / "driver.py").write_text(DRIVER)
-    want = subprocess.run(["python3", str(d / "driver.py"), str(d / "ref.py"), str(d / "ops.json")],
+    (d / "season.json").write_text(json.dumps(scenario(random.Random(seed), size)))
+    runner = d / "runner.py"
+    runner.write_text(RUNNER)
+    want = subprocess.run(["python3", str(runner), str(HERE / "league_ref.py"), str(d / "season.json")],
                           capture_output=True, text=True, timeout=60)
-    got = subprocess.run(["python3", str(d / "driver.py"), MODULE, str(d / "ops.json")], capture_output=True,
+    got = subprocess.run(["python3", str(runner), MODULE, str(d / "season.json")], capture_output=True,
                          text=True, timeout=60, cwd=str(d))
     assert got.returncode == 0, f"the module failed: {got.stderr[-1200:]}"
     a, b = json.loads(got.stdout), json.loads(want.stdout)
@@ -274,10 +273,13 @@ results and call sequences than the example's.
     solution = f"cat > /app/league/league.py <<'EOF_FIXED'\n{h2_league.render(())}EOF_FIXED\n"
     difficulty = {1: "easy", 2: "medium", 3: "hard", 4: "hard"}[nbugs]
     return Instance(
-        instruction=instruction, tests=_LEAGUE_TESTS, solution=solution, difficulty=difficulty,
+        instruction=instruction, solution=solution, difficulty=difficulty,
+        tests=(_LEAGUE_TESTS + f"\n\nTEAMS = {h2_league.TEAMS!r}\n\n\n"
+               + functions(h2_league, "scenario") + "\n\n\n# the runner runs in its own process: "
+               "python3 runner.py MODULE.py SEASON.json\nRUNNER = \'\'\'" + h2_league.DRIVER + "\'\'\'\n"),
         variant="+".join(bugs),
         files={"league/league.py": h2_league.render(bugs), "league/example.py": example_py},
-        test_files={"h2_league.py": source(h2_league)},
+        test_files={"league_ref.py": h2_league.render(())},
         tags=("python", "bugfix", "classes"), oracle_turns=1,
     )
 
