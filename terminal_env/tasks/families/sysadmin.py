@@ -12,7 +12,7 @@ FAMILIES: list[Family] = []
 
 # ------------------------------------------------------------------ port-owners
 # A program that lists which process owns which socket, from /proc alone (no ss/netstat/lsof).
-# The tests start hidden listeners (renamed python3 binaries, forks, other users, IPv6) and run it.
+# The tests start hidden socket holders (renamed python3 binaries, forks, other users, IPv6) and run it.
 
 _PORT_OUT = {
     "tcp-listen": ("one line `PORT PID COMMAND` for every TCP socket in the LISTEN state, IPv4 and "
@@ -31,7 +31,7 @@ _PORT_OUT = {
 }
 
 _PORT_SOLVE = r'''mkdir -p /app/bin
-cat > /app/bin/listeners <<'PY'
+cat > /app/bin/sockmap <<'PY'
 #!/usr/bin/env python3
 import json, os, socket, struct
 VARIANT = __VARIANT__
@@ -47,13 +47,13 @@ socks = {}
 for proto in (("udp", "udp6") if VARIANT == "udp-bound" else ("tcp", "tcp6")):
     for line in open(f"/proc/net/{proto}").read().splitlines()[1:]:
         f = line.split()
-        la, ra, st, uid, inode = f[1], f[2], f[3], int(f[7]), f[9]
+        la, ra, st, owner_id, inode = f[1], f[2], f[3], int(f[7]), f[9]
         if VARIANT == "udp-bound":
             if st != "07" or int(ra.split(":")[1], 16) != 0 or int(la.split(":")[1], 16) == 0:
                 continue
         elif st != "0A":
             continue
-        socks[inode] = (addr(la.split(":")[0]), int(la.split(":")[1], 16), uid)
+        socks[inode] = (addr(la.split(":")[0]), int(la.split(":")[1], 16), owner_id)
 rows = set()
 if VARIANT == "owner":
     rows = {(p, a, 0, "", u) for a, p, u in socks.values()}
@@ -71,8 +71,8 @@ for pid in os.listdir("/proc") if VARIANT != "owner" else []:
         except OSError:
             continue
         if link.startswith("socket:[") and link[8:-1] in socks:
-            a, port, uid = socks[link[8:-1]]
-            rows.add((port, a, int(pid), comm, uid))
+            a, port, owner_id = socks[link[8:-1]]
+            rows.add((port, a, int(pid), comm, owner_id))
 users = {}
 for line in open("/etc/passwd"):
     p = line.split(":")
@@ -89,10 +89,10 @@ else:
             seen.add(line)
             print(line)
 PY
-chmod +x /app/bin/listeners
+chmod +x /app/bin/sockmap
 '''
 
-_PORT_TESTS = r'''"""Starts hidden socket holders (renamed python3 binaries) and runs /app/bin/listeners."""
+_PORT_TESTS = r'''"""Starts hidden socket holders (renamed python3 binaries) and runs /app/bin/sockmap."""
 
 import json
 import os
@@ -106,7 +106,7 @@ from pathlib import Path
 import pytest
 
 VARIANT = __VARIANT__
-PROG = "/app/bin/listeners"
+PROG = "/app/bin/sockmap"
 NAMES = __NAMES__
 
 HOLDER = r"""
@@ -149,7 +149,7 @@ time.sleep(600)
 _procs, _pids = [], []
 
 
-def holder(name, binds, connect=(), fork=False, uid=None):
+def holder(name, binds, connect=(), fork=False, owner_id=None):
     d = Path(tempfile.mkdtemp())
     d.chmod(0o755)
     exe = d / name
@@ -158,10 +158,10 @@ def holder(name, binds, connect=(), fork=False, uid=None):
     Path(ready).parent.chmod(0o777)
     spec = {"binds": binds, "connect": list(connect), "fork": fork, "ready": ready}
     pre = None
-    if uid is not None:
+    if owner_id is not None:
         def pre():
-            os.setgid(uid)
-            os.setuid(uid)
+            os.setgid(owner_id)
+            os.setuid(owner_id)
     p = subprocess.Popen([str(exe), "-c", HOLDER, json.dumps(spec)], preexec_fn=pre,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _procs.append(p)
@@ -270,9 +270,9 @@ def test_other_users():
     rng = random.Random(__SEED__ + 3)
     a, b, c = ports(rng, 3)
     n1, n2, n3 = rng.sample(NAMES, 3)
-    p1 = holder(n1, [[4, "tcp", "0.0.0.0", a]], uid=33)[0]
-    p2 = holder(n2, [[4, "tcp", "127.0.0.1", b]], uid=4242)[0]
-    p3 = holder(n3, [[6, "tcp", "::", c]], uid=65534)[0]
+    p1 = holder(n1, [[4, "tcp", "0.0.0.0", a]], owner_id=33)[0]
+    p2 = holder(n2, [[4, "tcp", "127.0.0.1", b]], owner_id=4242)[0]
+    p3 = holder(n3, [[6, "tcp", "::", c]], owner_id=65534)[0]
     rows = [(a, "0.0.0.0", p1, n1, "www-data"), (b, "127.0.0.1", p2, n2, "4242"),
             (c, "::", p3, n3, "nobody")]
     assert mine(run(), {a, b, c}) == expect(rows, {a, b, c})
@@ -312,7 +312,7 @@ def _port_owners(rng: random.Random, index: int) -> Instance:
 """ if kind != "owner" else ""
     instruction = f"""\
 This host has no `ss`, `netstat` or `lsof`, and the on-call team needs to know which process holds
-which socket. Write `/app/bin/listeners`, an executable program (a bash or Python 3 script;
+which socket. Write `/app/bin/sockmap`, an executable program (a bash or Python 3 script;
 standard library only) that takes no arguments and prints {desc}, {order}.
 {holders}
 Everything you need is under `/proc`. The program is run as root while test programs hold
@@ -326,7 +326,7 @@ sockets, so it must inspect the live system each time it runs.
     return Instance(
         instruction=instruction, tests=tests,
         solution=_PORT_SOLVE.replace("__VARIANT__", repr(variant)), difficulty=difficulty,
-        variant=variant, files={"bin/README": "Put the listeners program here.\n"},
+        variant=variant, files={"bin/README": "Put the sockmap program here.\n"},
         tags=("proc", "sockets", "networking"), oracle_turns=2,
     )
 

@@ -203,32 +203,32 @@ def run(text):
 
 @pytest.mark.weight(1)
 def test_given_file_records():
-    recs = json.loads(Path(__file__).with_name("given.json").read_text())
-    assert json.loads(Path("/app/records.json").read_text()) == expected(recs)
+    entries = json.loads(Path(__file__).with_name("given.json").read_text())
+    assert json.loads(Path("/app/records.json").read_text()) == expected(entries)
 
 
 @pytest.mark.weight(2)
 def test_hidden_files():
     for seed in range(3):
         rng = random.Random(600 + seed)
-        recs = make_records(rng, rng.randint(5, 30))
-        assert run(render(FMT, recs, rng)) == expected(recs), f"hidden file {seed}"
+        entries = make_records(rng, rng.randint(5, 30))
+        assert run(render(FMT, entries, rng)) == expected(entries), f"hidden file {seed}"
 
 
 @pytest.mark.weight(2)
 def test_hidden_files_with_all_rules():
     for seed in range(3):
         rng = random.Random(700 + seed)
-        recs = make_records(rng, rng.randint(5, 30), messy=MESSY)
-        assert run(render(FMT, recs, rng, messy=MESSY)) == expected(recs), f"hidden file {seed}"
+        entries = make_records(rng, rng.randint(5, 30), messy=MESSY)
+        assert run(render(FMT, entries, rng, messy=MESSY)) == expected(entries), f"hidden file {seed}"
 '''
 
 
 def _record_extract(rng: random.Random, index: int) -> Instance:
     fmt = rng.choice(sorted(_LAYOUTS))
     messy = rng.random() < 0.6
-    recs = h1_recs.make_records(rng, rng.randint(8, 20))
-    text = h1_recs.render(fmt, recs, rng)
+    entries = h1_recs.make_records(rng, rng.randint(8, 20))
+    text = h1_recs.render(fmt, entries, rng)
     layout, more = _LAYOUTS[fmt]
     instruction = f"""\
 `/app/records.txt` is an export in this layout: {layout}.{(" " + more) if messy else ""}
@@ -249,7 +249,7 @@ python3 /app/extract.py /app/records.txt > /app/records.json
     tests = _RECS_TESTS.replace("__FMT__", repr(fmt)).replace("__MESSY__", repr(messy))
     return Instance(instruction=instruction, tests=tests, solution=solution, difficulty=difficulty,
                     variant=f"{fmt}/{'messy' if messy else 'clean'}", files={"records.txt": text},
-                    test_files={"h1_recs.py": source(h1_recs), "given.json": json.dumps(recs)},
+                    test_files={"h1_recs.py": source(h1_recs), "given.json": json.dumps(entries)},
                     tags=("parsing", fmt), oracle_turns=2)
 
 
@@ -267,22 +267,22 @@ for line in lines[2:]:
 print(json.dumps(out))''',
     "stanza": r'''import json, sys
 KEYS = ["id", "name", "city", "qty", "note"]
-out, cur, last = [], {}, None
+out, entry, last = [], {}, None
 for line in open(sys.argv[1], newline="").read().replace("\r\n", "\n").split("\n"):
     if line.startswith("#"):
         continue
     if not line.strip():
-        if cur:
-            out.append(cur)
-        cur, last = {}, None
+        if entry:
+            out.append(entry)
+        entry, last = {}, None
     elif line[0] in " \t":
-        cur[last] += " " + line.strip()
+        entry[last] += " " + line.strip()
     else:
         k, v = line.split(": ", 1)
         last = k.lower()
-        cur[last] = v
-if cur:
-    out.append(cur)
+        entry[last] = v
+if entry:
+    out.append(entry)
 print(json.dumps([{k: r.get(k, "") for k in KEYS} for r in out]))''',
     "blocks": r'''import json, sys
 KEYS = ["id", "name", "city", "qty", "note"]
@@ -306,12 +306,12 @@ def unescape(v):
 out = []
 for line in lines:
     if line == "BEGIN:RECORD":
-        cur = {}
+        entry = {}
     elif line == "END:RECORD":
-        out.append({k: cur.get(k, "") for k in KEYS})
+        out.append({k: entry.get(k, "") for k in KEYS})
     elif line:
         head, val = line.split(":", 1)
-        cur[head.split(";")[0].lower()] = unescape(val)
+        entry[head.split(";")[0].lower()] = unescape(val)
 print(json.dumps(out))''',
 }
 

@@ -3,47 +3,47 @@ reference reading (the records themselves are the expected answer)."""
 
 KEYS = ["id", "name", "city", "qty", "note"]
 FIRST = ["Ann", "Bo", "Chiara", "Dmitri", "Eun-ji", "Femi", "Gael", "Hiro", "Ines", "Jonas"]
-LAST = ["Lee", "van Dijk", "O'Neil", "Sato", "Moreau", "Okafor", "Berg", "Silva"]
+LAST = ["Lee", "Kowalczyk", "O'Neil", "Sato", "Moreau", "Okafor", "Berg", "Silva"]
 CITIES = ["Oslo", "Lagos", "Kyoto", "Porto", "Quebec City", "San Jose", "Graz", ""]
 WORDS = ["fragile", "handle with care", "ships Monday", "back-ordered", "call first", "gate code 41",
          "leave at desk", "signed: ok", "two boxes", "paid, invoice 7", "see ticket; urgent"]
 
 
 def make_records(rng, n, messy=False):
-    recs = []
+    entries = []
     for i in range(n):
         note = ""
         if rng.random() < 0.7:
             note = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9 if messy else 3)))
-        recs.append({"id": f"R{rng.randint(100, 99999)}-{i}", "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+        entries.append({"id": f"R{rng.randint(100, 99999)}-{i}", "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
                      "city": rng.choice(CITIES), "qty": str(rng.randint(0, 5000)) if rng.random() < 0.9 else "",
                      "note": note})
-    return recs
+    return entries
 
 
 def _fold(text, width, rng):
     """Splits text into chunks of about ``width`` characters, at spaces."""
-    words, lines, cur = text.split(" "), [], ""
+    words, lines, piece = text.split(" "), [], ""
     for w in words:
-        if cur and len(cur) + 1 + len(w) > width:
-            lines.append(cur)
-            cur = w
+        if piece and len(piece) + 1 + len(w) > width:
+            lines.append(piece)
+            piece = w
         else:
-            cur = f"{cur} {w}" if cur else w
-    return lines + [cur]
+            piece = f"{piece} {w}" if piece else w
+    return lines + [piece]
 
 
-def render(fmt, recs, rng, messy=False):
+def render(fmt, entries, rng, messy=False):
     out = []
     if fmt == "fixed-width":
-        widths = [max([len(k)] + [len(r[k]) for r in recs]) + rng.randint(1, 3) for k in KEYS]
+        widths = [max([len(k)] + [len(r[k]) for r in entries]) + rng.randint(1, 3) for k in KEYS]
         out.append("".join(k.upper().ljust(w) for k, w in zip(KEYS, widths)).rstrip())
         out.append("".join(("-" * (w - 1)).ljust(w) for w in widths).rstrip())
-        for r in recs:
+        for r in entries:
             cells = [r[k].rjust(w - 1) + " " if k == "qty" else r[k].ljust(w) for k, w in zip(KEYS, widths)]
             out.append("".join(cells).rstrip() if messy else "".join(cells))
     elif fmt == "stanza":
-        for r in recs:
+        for r in entries:
             if messy and rng.random() < 0.3:
                 out.append("# exported record")
             for k in KEYS:
@@ -57,7 +57,7 @@ def render(fmt, recs, rng, messy=False):
             if messy and rng.random() < 0.3:
                 out.append("")
     else:
-        for r in recs:
+        for r in entries:
             out.append("BEGIN:RECORD")
             for k in KEYS:
                 if not r[k]:
@@ -76,5 +76,5 @@ def render(fmt, recs, rng, messy=False):
     return text.replace("\n", "\r\n") if messy and fmt != "fixed-width" else text
 
 
-def expected(recs):
-    return [{k: r[k] for k in KEYS} for r in recs]
+def expected(entries):
+    return [{k: r[k] for k in KEYS} for r in entries]
