@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
+from .tty import pty_driver
 
 FAMILIES: list[Family] = []
 
@@ -149,33 +150,6 @@ def test_written_by_the_program():
     assert got.get("enrolment_code") == code, "the file was not written by the enrolment program"
 '''
 
-_DRIVER = r'''python3 - <<'PY'
-import os, pty, select
-answers = __ANSWERS__ + ["y"]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv("/app/enroll", ["/app/enroll"])
-buf, i = b"", 0
-while True:
-    r, _, _ = select.select([fd], [], [], 15)
-    if not r:
-        break
-    try:
-        data = os.read(fd, 1024)
-    except OSError:
-        break
-    if not data:
-        break
-    buf += data
-    if buf.endswith(b": ") and i < len(answers):
-        os.write(fd, answers[i].encode() + b"\n")
-        i, buf = i + 1, b""
-os.waitpid(pid, 0)
-PY
-cat /app/enrolled/*.conf
-'''
-
-
 def _enroll(rng: random.Random, index: int) -> Instance:
     kind = rng.choice(sorted(_KINDS))
     fmt, qs = _KINDS[kind]
@@ -237,7 +211,8 @@ write or edit it yourself).
     tests = (_ENROLL_TESTS.replace("__FMT__", repr(fmt)).replace("__KIND__", repr(kind))
              .replace("__WANT__", repr(want)).replace("__SOURCES__", repr(sources))
              .replace("__KEY__", repr(secret)))
-    solution = _DRIVER.replace("__ANSWERS__", repr([want[k] for k, _, _ in qs]))
+    solution = (pty_driver(["/app/enroll"], [want[k] for k, _, _ in qs] + ["y"])
+                + "cat /app/enrolled/*.conf\n")
     return Instance(
         instruction=instruction, tests=tests, solution=solution,
         difficulty="easy" if kind == "label-printer" else "medium", variant=f"{kind}/{fmt}",

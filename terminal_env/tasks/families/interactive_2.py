@@ -1,5 +1,4 @@
-"""Generated task families of the interactive category, part 2 (see :mod:`.base` for what a family is);
-its terminal helpers serve part 3 too.
+"""Generated task families of the interactive category, part 2 (see :mod:`.base` for what a family is).
 
 Both programs read the terminal (``/dev/tty``, typeahead discarded before every prompt) and are the
 only legitimate writers of their output: they stamp it with a keyed digest that the tests verify.
@@ -11,73 +10,9 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
+from .tty import TTY_PROMPTS, pty_driver, seal_key
 
 FAMILIES: list[Family] = []
-
-# Shared by both programs: terminal prompts that ignore typeahead.
-TTY_PROMPTS = r'''
-import hashlib, hmac, json, os, sys, termios
-try:
-    _IN, _OUT = open("/dev/tty"), open("/dev/tty", "w")
-except OSError:
-    sys.exit("this program talks to a terminal; run it in one (not with a pipe or a file)")
-
-
-def say(text=""):
-    _OUT.write(text + "\n")
-    _OUT.flush()
-
-
-def ask(prompt):
-    termios.tcflush(_IN.fileno(), termios.TCIFLUSH)
-    _OUT.write(prompt + ": ")
-    _OUT.flush()
-    line = _IN.readline()
-    if not line:
-        sys.exit("aborted")
-    return line.strip()
-
-
-def stamp(text):
-    return hmac.new(KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
-'''
-
-# The oracle's driver: a pty, one answer per prompt (a prompt ends with ": " and then silence).
-_DRIVER = r'''python3 - <<'PY'
-import os, pty, select
-answers = __ANSWERS__
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(__ARGV__[0], __ARGV__)
-buf, i = b"", 0
-while True:
-    r, _, _ = select.select([fd], [], [], 15)
-    if not r:
-        break
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    buf += data
-    if buf.endswith(b": ") and not select.select([fd], [], [], 0.3)[0]:
-        if i >= len(answers):
-            break
-        os.write(fd, answers[i].encode() + b"\n")
-        i, buf = i + 1, b""
-os.waitpid(pid, 0)
-PY
-'''
-
-
-def pty_driver(argv: list[str], answers: list[str]) -> str:
-    return _DRIVER.replace("__ANSWERS__", repr(answers)).replace("__ARGV__", repr(argv))
-
-
-def seal_key(rng: random.Random) -> str:
-    return "".join(rng.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(28))
-
 
 # ------------------------------------------------------------------ ia-merge-picker
 # A merged settings file with conflict hunks; the only accepted resolver is a terminal tool that

@@ -9,7 +9,7 @@ import json
 import random
 
 from .base import Family, Instance
-from .interactive_2 import TTY_PROMPTS, pty_driver, seal_key
+from .tty import TTY_PROMPTS, pty_driver, seal_key
 
 FAMILIES: list[Family] = []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from .base import Family, Instance
+from .tty import pty_driver
 from .support import hD_panel, source
 
 FAMILIES: list[Family] = []
@@ -142,33 +143,6 @@ def test_journal_sealed():
     assert log and log[-1] == "seal" and j.get("sealed") is True, "the journal was not sealed"
 '''
 
-_DRIVER = r'''python3 - <<'PY'
-import os, pty, select
-cmds = __CMDS__ + ["seal"]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv("/app/panel/panel", ["/app/panel/panel"])
-buf, i = b"", 0
-while True:
-    r, _, _ = select.select([fd], [], [], 15)
-    if not r:
-        break
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    buf += data
-    if buf.endswith(b"> ") and i < len(cmds):
-        os.write(fd, cmds[i].encode() + b"\n")
-        i, buf = i + 1, b""
-os.waitpid(pid, 0)
-PY
-cat /app/panel/journal.json
-'''
-
-
 def _machine(rng: random.Random, kind: str):
     """(params, start, goal, goal sentence) with a shortest solution of a sensible length."""
     while True:
@@ -242,8 +216,10 @@ The journal must be the panel's own (do not write, edit or delete it yourself).
                "pegs": f"pegs/{len(path) > 15 and 'long' or 'short'}"}[kind]
     if kind == "lamps" and p["shape"][1] == (1, 1):
         variant = "lamps/diagonal"
+    solution = (pty_driver(["/app/panel/panel"], list(path) + ["seal"], prompt="> ")
+                + "cat /app/panel/journal.json\n")
     return Instance(
-        instruction=instruction, tests=tests, solution=_DRIVER.replace("__CMDS__", repr(path)),
+        instruction=instruction, tests=tests, solution=solution,
         difficulty=("easy", "medium", "hard", "hard")[score], variant=variant,
         files={"panel/panel": program}, test_files={"hD_panel.py": source(hD_panel)},
         executable=("panel/panel",), tags=("tty", "puzzle", "state"), oracle_turns=6,
