@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from terminal_env.cli import main
 from terminal_env.tasks import load_task
 from terminal_env.tasks.check import check_task, needles, sample_paths
 
@@ -67,6 +68,30 @@ def test_broken_dockerfile_and_failing_solution_are_named(tmp_path, base_image):
     assert "ImageBuildError" in rows["broken-build"]["reason"]
     assert "broken-build" in rows["broken-build"]["reason"] or "exit" in rows["broken-build"]["reason"]
     assert rows["wrong-solution"]["reason"].startswith("oracle: failed")
+    # cut off after one task: --resume checks only the other and keeps the first one's row
+    first = rows["wrong-solution"]
+    out.write_text(json.dumps([first]))
+    res = subprocess.run(
+        [sys.executable, "-m", "terminal_env", "tasks", "check", str(tmp_path), "--json", str(out),
+         "--resume"], capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 1 and "resuming: 1 task(s) already checked" in res.stdout, res.stdout
+    assert "wrong-solution:" not in res.stdout and "broken-build: FAIL" in res.stdout
+    rows = json.loads(out.read_text())
+    assert [r["task"] for r in rows] == ["wrong-solution", "broken-build"] and rows[0] == first
+
+
+def test_resume_refuses_what_it_cannot_read(tmp_path, capsys):
+    def error() -> str:
+        return " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+
+    assert main(["tasks", "check", str(GOOD), "--resume"]) == 2
+    assert "--resume needs --json FILE" in error()
+    bad = tmp_path / "rows.json"
+    bad.write_text("{not json")
+    assert main(["tasks", "check", str(GOOD), "--resume", "--json", str(bad)]) == 2
+    assert f"--resume: {bad} is not the JSON" in error()
+    assert bad.read_text() == "{not json"  # nothing lost
 
 
 def test_sample_is_fixed_for_a_seed(tmp_path):

@@ -151,6 +151,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = sample_paths(paths, args.sample, args.seed)
     if not paths:
         raise ConfigError(f"no task directories under {' '.join(args.paths)}")
+    done = _rows_so_far(args) if args.resume else []
+    if done:
+        seen = {row.get("path") for row in done}
+        paths = [p for p in paths if str(p) not in seen]
+        console.print(f"resuming: {len(done)} task(s) already checked in {args.json}")
     env_kw: dict[str, Any] = {"runtime": args.runtime} if args.runtime else {}
     env_kw["probes"] = _probes(args.probes)
     if args.runtime:
@@ -164,12 +169,17 @@ def cmd_check(args: argparse.Namespace) -> int:
             mark = "[green]ok[/green]" if row.ok else f"[red]FAIL[/red] {row.reason[:200]}"
             console.print(f"  {row.task}: {mark} ({row.check_s} s)")
             rows.append(row)
+            if args.json:  # after every task, so that a cut-off run loses nothing (--resume)
+                _write_rows(args.json, done + [r.to_dict() for r in rows])
     header = ("task", "split", "category", "difficulty", "build s", "oracle", "nop", "snoop",
               "rewrite", "constant", "instance", "checks", "check s", "status")
     cells = [(r.task, r.split or "-", r.category or "-", r.difficulty or "-", f"{r.build_s}",
               r.oracle, r.nop, r.snoop, r.rewrite, r.constant, r.instance, f"{r.checks}",
               f"{r.check_s}", "ok" if r.ok else "FAIL: " + r.reason) for r in rows]
     verdict = f"{sum(r.ok for r in rows)}/{len(rows)} ok"
+    if done:
+        verdict += (f" ({sum(r.ok for r in rows) + sum(bool(d.get('ok')) for d in done)}/"
+                    f"{len(rows) + len(done)} ok with the {len(done)} checked before)")
     if console.is_terminal:
         table = Table(title=f"tasks check: {verdict} in {time.monotonic() - t0:.0f} s")
         for col in header:
@@ -184,9 +194,32 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("\t".join(row_cells))
         print(verdict)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([r.to_dict() for r in rows], fh, indent=2)
-    return 0 if all(r.ok for r in rows) else 1
+        _write_rows(args.json, done + [r.to_dict() for r in rows])
+    return 0 if all(r.ok for r in rows) and all(d.get("ok") for d in done) else 1
+
+
+def _rows_so_far(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``--resume``: the rows an earlier run of the same command wrote to ``--json FILE``."""
+    if not args.json:
+        raise ConfigError("--resume needs --json FILE: the rows checked so far are read from it")
+    path = Path(args.json)
+    if not path.is_file():
+        return []
+    try:
+        rows = json.loads(path.read_text())
+    except ValueError as e:
+        raise ConfigError(f"--resume: {path} is not the JSON a 'tasks check --json' writes ({e}); "
+                          "move it away to start over") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "path" in r for r in rows):
+        raise ConfigError(f"--resume: {path} is not a list of 'tasks check' rows; move it away to "
+                          "start over")
+    return rows
+
+
+def _write_rows(file: str, rows: list[dict[str, Any]]) -> None:
+    tmp = Path(f"{file}.tmp")
+    tmp.write_text(json.dumps(rows, indent=2, default=str))
+    tmp.replace(file)
 
 
 def _probes(text: str) -> tuple[str, ...]:
@@ -317,7 +350,10 @@ def add_tasks_parser(subparsers: Any) -> argparse.ArgumentParser:
     c.add_argument("--split", action="append", choices=["train", "validation", "test"],
                    help="only tasks of this split (repeatable)")
     c.add_argument("--jobs", type=int, default=1, help="tasks checked in parallel (default 1)")
-    c.add_argument("--json", metavar="FILE", help="also write the rows (with times) as JSON")
+    c.add_argument("--json", metavar="FILE", help="also write the rows (with times) as JSON, "
+                   "after every task")
+    c.add_argument("--resume", action="store_true", help="skip the tasks already in --json FILE "
+                   "(a run over thousands of tasks, cut off, goes on where it stopped)")
     c.add_argument("--runtime", help="OCI runtime of the probes' sandboxes, e.g. runsc (gVisor; "
                    "SECURITY.md); default: each task's, else the engine's")
     c.add_argument("--probes", default=",".join(PROBES), metavar="LIST",
