@@ -79,6 +79,21 @@ def test_broken_dockerfile_and_failing_solution_are_named(tmp_path, base_image):
     assert "wrong-solution:" not in res.stdout and "broken-build: FAIL" in res.stdout
     rows = json.loads(out.read_text())
     assert [r["task"] for r in rows] == ["wrong-solution", "broken-build"] and rows[0] == first
+    # a task whose files changed since its row was written is checked again; a row of a task not
+    # asked for this time stays in the file
+    (wrong / "solution" / "solve.sh").write_text("#!/bin/bash\necho still nothing useful\n")
+    elsewhere = dict(first, path=str(tmp_path / "elsewhere" / "t"), task="elsewhere")
+    out.write_text(json.dumps([elsewhere] + rows))
+    res = subprocess.run(
+        [sys.executable, "-m", "terminal_env", "tasks", "check", str(tmp_path), "--json", str(out),
+         "--resume"], capture_output=True, text=True, timeout=600,
+    )
+    said = " ".join(res.stdout.split())
+    assert "1 task(s) changed since" in said and "resuming: 1 task(s) already checked" in said, said
+    assert "wrong-solution: FAIL" in res.stdout and "broken-build:" not in res.stdout
+    rows = {r["task"]: r for r in json.loads(out.read_text())}
+    assert set(rows) == {"elsewhere", "wrong-solution", "broken-build"}
+    assert rows["wrong-solution"]["digest"] != first["digest"] and rows["elsewhere"] == elsewhere
 
 
 def test_resume_refuses_what_it_cannot_read(tmp_path, capsys):

@@ -40,6 +40,7 @@ from ..sandbox.engine import get_client
 from ..sandbox.images import map_base_image
 from .build import build_image
 from .load import load_task
+from .model import files_digest, tree_files
 from .probes import (
     CONSTANT_MAX,
     ProbeOracle,
@@ -97,6 +98,9 @@ class CheckRow:
     rewrite: str = "-"
     constant: str = "-"
     instance: str = "-"
+    #: sha256 of the task's files when it was checked: ``tasks check --resume`` checks a task
+    #: again when its files changed since (a regenerated pool, an edited family)
+    digest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -265,6 +269,7 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
     row = CheckRow(task=Path(path).name, path=str(path))
     t_start = time.perf_counter()
     try:
+        row.digest = task_digest(path)
         task = load_task(path)
         row.task, row.split, row.category, row.difficulty = task.name, task.split, task.category, task.difficulty
         t0 = time.perf_counter()
@@ -328,6 +333,11 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         row.reason = f"unexpected {type(exc).__name__}: {exc}"
     row.check_s = round(time.perf_counter() - t_start, 2)
     return row
+
+
+def task_digest(path: str | Path) -> str:
+    """What a check row is about: the digest of every file of the task directory."""
+    return files_digest(dict(tree_files(Path(path))))
 
 
 def _rewrite_probe(play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:

@@ -23,7 +23,7 @@ from ..errors import ConfigError, InfraError
 from ..sandbox.engine import get_client, require_runtimes
 from ..sandbox.images import image_exists
 from .build import BuildSettings, build_image, image_tag, parse_base_map
-from .check import PROBES, check_task, sample_paths, sample_per_group
+from .check import PROBES, check_task, sample_paths, sample_per_group, task_digest
 from .compose import prepare_services
 from .families import FAMILIES
 from .generate import DEFAULT_N, DEFAULT_SEED, generate, select
@@ -151,7 +151,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = sample_paths(paths, args.sample, args.seed)
     if not paths:
         raise ConfigError(f"no task directories under {' '.join(args.paths)}")
-    done = _rows_so_far(args) if args.resume else []
+    done, other = _rows_so_far(args, paths) if args.resume else ([], [])
     if done:
         seen = {row.get("path") for row in done}
         paths = [p for p in paths if str(p) not in seen]
@@ -170,7 +170,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             console.print(f"  {row.task}: {mark} ({row.check_s} s)")
             rows.append(row)
             if args.json:  # after every task, so that a cut-off run loses nothing (--resume)
-                _write_rows(args.json, done + [r.to_dict() for r in rows])
+                _write_rows(args.json, other + done + [r.to_dict() for r in rows])
     header = ("task", "split", "category", "difficulty", "build s", "oracle", "nop", "snoop",
               "rewrite", "constant", "instance", "checks", "check s", "status")
     cells = [(r.task, r.split or "-", r.category or "-", r.difficulty or "-", f"{r.build_s}",
@@ -194,17 +194,20 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("\t".join(row_cells))
         print(verdict)
     if args.json:
-        _write_rows(args.json, done + [r.to_dict() for r in rows])
+        _write_rows(args.json, other + done + [r.to_dict() for r in rows])
     return 0 if all(r.ok for r in rows) and all(d.get("ok") for d in done) else 1
 
 
-def _rows_so_far(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """``--resume``: the rows an earlier run of the same command wrote to ``--json FILE``."""
+def _rows_so_far(args: argparse.Namespace,
+                 paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``--resume``: the rows an earlier run wrote to ``--json FILE`` for the tasks asked for now,
+    less those of tasks whose files changed since (checked again); and the rows of tasks not
+    asked for this time (kept in the file, not counted)."""
     if not args.json:
         raise ConfigError("--resume needs --json FILE: the rows checked so far are read from it")
     path = Path(args.json)
     if not path.is_file():
-        return []
+        return [], []
     try:
         rows = json.loads(path.read_text())
     except ValueError as e:
@@ -213,7 +216,20 @@ def _rows_so_far(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "path" in r for r in rows):
         raise ConfigError(f"--resume: {path} is not a list of 'tasks check' rows; move it away to "
                           "start over")
-    return rows
+    wanted = {str(p): p for p in paths}
+    kept, other, stale = [], [], 0
+    for row in rows:
+        p = wanted.get(row["path"])
+        if p is None:
+            other.append(row)
+            continue
+        if row.get("digest") != task_digest(p):
+            stale += 1
+            continue
+        kept.append(row)
+    if stale:
+        console.print(f"resuming: {stale} task(s) changed since {path} was written; checking them again")
+    return kept, other
 
 
 def _write_rows(file: str, rows: list[dict[str, Any]]) -> None:
