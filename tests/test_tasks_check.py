@@ -14,7 +14,7 @@ import pytest
 
 from terminal_env.cli import main
 from terminal_env.tasks import load_task
-from terminal_env.tasks.check import check_task, needles, sample_paths
+from terminal_env.tasks.check import check_task, innocent, needles, sample_paths
 
 pytestmark = pytest.mark.docker
 
@@ -48,6 +48,25 @@ def test_a_task_that_ships_its_tests_in_the_image_is_caught(tmp_path, base_image
     assert not row.ok and "snoop found" in row.reason, row.reason
     assert any("/usr/share/doc/notes.py" in h for h in row.snoop_hits)
     assert needles(task)  # at least the canary
+
+
+STOCK = "# System-wide .bashrc file for interactive bash(1) shells."  # a line of the base image
+
+
+def test_what_the_base_image_holds_is_no_leak(tmp_path, base_image):
+    """A test line that the base image holds too (here a stock comment) is found by the snoop
+    and then dropped as innocent; a line only the task holds stays a leak."""
+    task = variant(tmp_path, "stock-line")
+    test_sh = task / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text() + f"\n{STOCK}\n")
+    loaded = load_task(task)
+    assert STOCK in needles(loaded)
+    secret = "FOUND-TEXT: /app/notes.txt:words = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))"
+    hits = [f"FOUND-TEXT: /etc/bash.bashrc:{STOCK}", secret, "FOUND-DIR: /tests",
+            "FOUND-FILE: /usr/share/doc/test_outputs.py"]
+    assert innocent(loaded, hits) == [secret, "FOUND-DIR: /tests", "FOUND-FILE: /usr/share/doc/test_outputs.py"]
+    row = check_task(task, probes=())
+    assert row.ok and row.snoop.startswith("0 found"), (row.reason, row.snoop_hits)
 
 
 def test_broken_dockerfile_and_failing_solution_are_named(tmp_path, base_image):

@@ -5,14 +5,17 @@ it by itself, and the repaired task passes."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
 import pytest
 from scripted import play  # tests/scripted.py
 
+from terminal_env.tasks.build import build_image
 from terminal_env.tasks.check import check_task
-from terminal_env.tasks.probes import constant_variants, shrink
+from terminal_env.tasks.load import load_task
+from terminal_env.tasks.probes import constant_variants, instance_digest, shrink
 
 pytestmark = pytest.mark.docker
 
@@ -133,6 +136,22 @@ def test_the_attacks_work_on_naive_tests_and_the_probes_flag_them(tmp_path, base
     assert "protected_paths" in row.reason  # the fix is named
     assert "constant answers" in row.reason and "most common value everywhere" in row.constant, row.constant
     assert "instance: /app/build-id" in row.reason, row.reason
+
+
+def test_the_instance_digest_reads_the_builds_files_and_sees_a_base_file_rewritten(tmp_path, base_image):
+    """The digest lists the base image's own files by size, mtime and mode instead of reading
+    them; a build step that rewrites one of them (here at random) still shows as a difference."""
+    task = load_task(planted(tmp_path, "rewrites-base", SOUND_TESTS,
+                             extra="RUN head -c 8 /dev/urandom | od -An -tx1 > /etc/debian_version\n"))
+    tag = build_image(task)
+    first = instance_digest(tag, "terminal-env/base:bookworm-1")
+    build_image(task, force=True, no_cache=True)
+    second = instance_digest(tag, "terminal-env/base:bookworm-1")
+    differ = sorted(p for p in set(first) | set(second) if first.get(p) != second.get(p))
+    assert differ == ["/etc/debian_version"], differ
+    assert first["/usr/bin/bash"].startswith("base ") and first["/usr/bin/bash"] == second["/usr/bin/bash"]
+    assert first["/app/data/numbers.csv"] == hashlib.sha256(NUMBERS.encode()).hexdigest()
+    assert len(first["/etc/debian_version"]) == 64  # read, not listed
 
 
 def test_sound_tests_hold_against_the_same_attacks_and_pass_the_probes(tmp_path, base_image):

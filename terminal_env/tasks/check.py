@@ -101,6 +101,8 @@ class CheckRow:
     #: sha256 of the task's files when it was checked: ``tasks check --resume`` checks a task
     #: again when its files changed since (a regenerated pool, an edited family)
     digest: str = ""
+    #: seconds per phase (build, oracle, nop, snoop and each probe): where the gate's time goes
+    times: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,65 +143,72 @@ def base_image_of(task: Any) -> str | None:
     return None
 
 
-def innocent(
-    task: Any, lines: list[str], hashes: set[str], names: list[str]
-) -> tuple[set[str], set[str], set[str]]:
-    """Needles and hashes already present in the pristine base image: they cannot be leaks of
-    this task (common code lines, stock files), so the snoop ignores them."""
+_FIND = "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f"
+_GREP = ("grep -rIhoF -f {file} --exclude=.te-snoop-needles / --exclude-dir=proc --exclude-dir=sys "
+         "--exclude-dir=dev 2>/dev/null | sort -u")
+
+
+def innocent(task: Any, hits: list[str]) -> list[str]:
+    """The snoop's hits less those already in the pristine base image: a common code line, a
+    stock file or a file name the base image holds cannot be a leak of this task. The base
+    image is searched only for what the snoop found (nothing, for a sound task)."""
     image = base_image_of(task)
-    if not image:
-        return set(), set()
+    lines = {h.split(":", 1)[1].split(":", 1)[1] for h in hits if h.startswith("FOUND-TEXT: ")}
+    lines.discard(CANARY)
+    copies = {h.split()[1] for h in hits if h.startswith("FOUND-COPY: ")}
+    names = {h.rsplit("/", 1)[-1] for h in hits if h.startswith("FOUND-FILE: ")}
+    if not image or not (lines or copies or names):
+        return hits
     with Sandbox(SandboxConfig(image=image, task=f"{task.name}-baseline")) as sb:
-        sb.write_files({_NEEDLES_FILE: "\n".join(lines) + "\n", _NEEDLES_FILE + "-sha": "\n".join(hashes) + "\n"})
-        found = sb.exec(
-            f"grep -rhoF -f {_NEEDLES_FILE} --exclude=.te-snoop-needles / --exclude-dir=proc "
-            "--exclude-dir=sys --exclude-dir=dev 2>/dev/null | sort -u",
+        sb.write_files({_NEEDLES_FILE: "\n".join(sorted(lines)) + "\n",
+                        _NEEDLES_FILE + "-sha": "\n".join(sorted(copies)) + "\n"})
+        common_lines = set(sb.exec(
+            _GREP.format(file=_NEEDLES_FILE), user="root", timeout=300, output_limit=4_000_000,
+        ).stdout.decode("utf-8", "replace").splitlines()) if lines else set()
+        common_hashes = set(sb.exec(
+            f"{_FIND} -size -2000k -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null "
+            f"| grep -F -f {_NEEDLES_FILE}-sha | cut -d' ' -f1 | sort -u",
             user="root", timeout=300, output_limit=4_000_000,
-        ).stdout.decode("utf-8", "replace").splitlines()
-        copies = sb.exec(
-            "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f -size -2000k "
-            f"-print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null | grep -F -f {_NEEDLES_FILE}-sha "
-            "| cut -d' ' -f1 | sort -u",
-            user="root", timeout=300, output_limit=4_000_000,
-        ).stdout.decode().split()
-        find_expr = " -o ".join(f"-name {_shq(n)}" for n in names)
-        named = sb.exec(
-            f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f "
-            f"\\( {find_expr} \\) -printf '%f\\n' 2>/dev/null | sort -u",
-            user="root", timeout=300,
-        ).stdout.decode().split()
-    return set(found), set(copies), set(named)
+        ).stdout.decode().split()) if copies else set()
+        find_expr = " -o ".join(f"-name {_shq(n)}" for n in sorted(names))
+        common_names = set(sb.exec(
+            f"{_FIND} \\( {find_expr} \\) -printf '%f\\n' 2>/dev/null | sort -u", user="root", timeout=300,
+        ).stdout.decode().split()) if names else set()
+
+    def leak(hit: str) -> bool:
+        if hit.startswith("FOUND-TEXT: "):
+            return hit.split(":", 1)[1].split(":", 1)[1] not in common_lines
+        if hit.startswith("FOUND-COPY: "):
+            return hit.split()[1] not in common_hashes
+        if hit.startswith("FOUND-FILE: "):
+            return hit.rsplit("/", 1)[-1] not in common_names
+        return True
+    return [h for h in hits if leak(h)]
 
 
 def snoop_commands(task: Any) -> list[str]:
-    secret = _secret_files(task)
+    """What a snooping agent runs: search the sandbox for the canary and distinctive lines of the
+    tests (printed as ``FOUND-TEXT: path:line``), copies of the test and solution files under
+    any name (``FOUND-COPY: sha256  path``), files with their names, and the verifier's
+    directories. :func:`innocent` then drops what the base image holds too."""
+    secret = {k: v for k, v in _secret_files(task).items() if v}
     names = sorted({Path(n).name for n in secret} | {"solve.sh", "test_outputs.py"})
-    wanted = needles(task)
-    hashes = {hashlib.sha256(b).hexdigest() for b in secret.values() if b}
-    # What the base image already holds is no leak. A copy of a test or solution file anywhere
-    # in the task's image is one, even when it came from the build context: tests that need a
-    # file's content keep its hash, not a copy.
-    common_lines, common_hashes, common_names = innocent(task, wanted, hashes, names)
-    wanted = [w for w in wanted if w not in common_lines or w == CANARY]
-    hashes -= common_hashes
-    names = [n for n in names if n not in common_names] or ["solve.sh"]
     find_expr = " -o ".join(f"-name {_shq(n)}" for n in names)
-    secret = {k: v for k, v in secret.items() if hashlib.sha256(v).hexdigest() in hashes}
-    lines = "\n".join(wanted)
-    # Whole-file copies under any name: candidates by exact size, confirmed by sha256.
-    sizes = " -o ".join(sorted({f"-size {len(b)}c" for b in secret.values() if b})) or "-size 0c"
-    hashes_text = "\n".join(sorted(hashes)) or "0" * 64
+    lines = "\n".join(needles(task))
+    # Whole-file copies under any name: candidates by exact size, confirmed by sha256. A copy of
+    # a test or solution file anywhere in the task's image is a leak, even when it came from the
+    # build context: tests that need a file's content keep its hash, not a copy.
+    sizes = " -o ".join(sorted({f"-size {len(b)}c" for b in secret.values()})) or "-size 0c"
+    hashes_text = "\n".join(sorted({hashlib.sha256(b).hexdigest() for b in secret.values()})) or "0" * 64
     return [
         f"cat > {_NEEDLES_FILE} <<'TE_SNOOP_EOF'\n{lines}\nTE_SNOOP_EOF\n"
         f"cat > {_NEEDLES_FILE}-sha <<'TE_SNOOP_EOF'\n{hashes_text}\nTE_SNOOP_EOF",
-        f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( {sizes} \\) "
-        "-print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null "
+        f"{_FIND} \\( {sizes} \\) -print0 2>/dev/null | xargs -0 -r sha256sum 2>/dev/null "
         f"| grep -F -f {_NEEDLES_FILE}-sha | sed 's/^/FOUND-COPY: /'",
         "ls -d /tests /solution /logs/verifier 2>/dev/null | sed 's/^/FOUND-DIR: /'; "
-        f"find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( {find_expr} \\) "
-        "-print 2>/dev/null | sed 's/^/FOUND-FILE: /'; "
-        f"grep -rIlF -f {_NEEDLES_FILE} --exclude=.te-snoop-needles / --exclude-dir=proc --exclude-dir=sys "
-        "--exclude-dir=dev 2>/dev/null | sed 's/^/FOUND-TEXT: /'; echo SNOOP-DONE",
+        f"{_FIND} \\( {find_expr} \\) -print 2>/dev/null | sed 's/^/FOUND-FILE: /'; "
+        f"grep -rIoF -f {_NEEDLES_FILE} --exclude=.te-snoop-needles / --exclude-dir=proc --exclude-dir=sys "
+        "--exclude-dir=dev 2>/dev/null | sort -u | head -n 400 | sed 's/^/FOUND-TEXT: /'; echo SNOOP-DONE",
     ]
 
 
@@ -274,7 +283,13 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         row.task, row.split, row.category, row.difficulty = task.name, task.split, task.category, task.difficulty
         t0 = time.perf_counter()
         build_image(task, log=log)
-        row.build_s = round(time.perf_counter() - t0, 2)
+        row.build_s = row.times["build"] = round(time.perf_counter() - t0, 2)
+
+        def lap(phase: str) -> None:  # the time since the last lap, as the phase's
+            nonlocal t0
+            t1 = time.perf_counter()
+            row.times[phase] = round(t1 - t0, 2)
+            t0 = t1
 
         def play(agent: Any, on_step: Any = None) -> tuple[float, Any, dict[str, Any]]:
             env = TerminalEnv(task, reward="partial_progress", max_steps=20, **env_kw)
@@ -289,6 +304,7 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         oracle = ProbeOracle(look=(lambda sb: input_candidates(sb, task_files(sb, base), protected))
                              if "rewrite" in probes else None)
         reward, res, _ = play(oracle)
+        lap("oracle")
         row.oracle = f"{res.outcome.value} {reward:.2f}"
         row.checks = len(res.checks)
         problems = []
@@ -302,6 +318,7 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         if len(res.checks) < 3:
             problems.append(f"the verifier reports {len(res.checks)} checks; at least 3 are needed")
         reward, res, _ = play(NopBackend())
+        lap("nop")
         row.nop = f"{res.outcome.value} {reward:.2f}"
         if res.strict_success or res.masked:
             problems.append(f"nop: {res.outcome.value} (a task that does nothing must fail)")
@@ -312,7 +329,8 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
 
         snoop = ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in snoop_commands(task)])
         reward, res, _ = play(snoop, snooped)
-        row.snoop_hits = hits
+        lap("snoop")
+        row.snoop_hits = hits = innocent(task, hits)
         row.snoop = f"{len(hits)} found, {res.outcome.value}"
         if hits:
             problems.append("snoop found: " + "; ".join(hits[:5]))
@@ -320,10 +338,13 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
             problems.append("snoop succeeded without solving the task")
         if "rewrite" in probes:
             problems += _rewrite_probe(play, oracle, row)
+            lap("rewrite")
         if "constant" in probes:
             problems += _constant_probe(play, oracle, row)
+            lap("constant")
         if "instance" in probes:
             problems += _instance_probe(task, row, log)
+            lap("instance")
         problems += copy_problems(task.path)  # the kit and environment files the tests copy
         row.ok = not problems
         row.reason = " | ".join(problems)
@@ -396,9 +417,10 @@ def _instance_probe(task: Any, row: CheckRow, log: Callable[[str], None]) -> lis
     tag = build_image(task, log=log)
     client = get_client()
     old = client.api.inspect_image(tag)["Id"]
-    first = instance_digest(tag)
+    base = base_image_of(task)
+    first = instance_digest(tag, base)
     build_image(task, client, log=log, force=True, no_cache=True)
-    second = instance_digest(tag)
+    second = instance_digest(tag, base)
     if client.api.inspect_image(tag)["Id"] != old:
         try:  # the first build is now untagged: nothing else uses it
             client.api.remove_image(old)

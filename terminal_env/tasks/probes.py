@@ -356,21 +356,38 @@ class WriteFiles(ScriptedBackend):
 
 # ---- same instance ------------------------------------------------------------------------
 
-def instance_digest(image: str) -> dict[str, str]:
+_NOT_INSTANCE = ("/var/log/", "/var/cache/", "/var/lib/apt/", "/var/lib/dpkg/")
+_HOST_FILES = ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/ld.so.cache")
+_HASH_LIST = "/var/tmp/.te-probe-hash-list"
+
+
+def instance_digest(image: str, base_image: str | None = None) -> dict[str, str]:
     """sha256 of every file of ``image`` that belongs to the task's instance (the volatile
-    records of package managers, caches, logs and Git's object store left out)."""
+    records of package managers, caches, logs and Git's object store left out).
+
+    Files whose size, mtime and mode are those of the same path in ``base_image`` are the base
+    image's own (a build that rewrites a file gives it a new mtime): they are listed as such,
+    not read, so a task on a 500 MB image costs a listing and the hashing of its own files."""
+    base = _base_listing(base_image) if base_image else {}
+    out: dict[str, str] = {}
+    todo: list[str] = []
     with Sandbox(SandboxConfig(image=image, task="probe-instance")) as sb:
-        res = sb.exec(
-            f"find / -xdev \\( {_prune_expr()} -o -path /var/log -o -path /var/cache -o -path /var/lib/apt "
-            "-o -path /var/lib/dpkg -o -name .git -o -name __pycache__ \\) -prune -o -type f -print0 "
-            "| xargs -0 -r sha256sum", user="root", timeout=300, output_limit=64_000_000,
-        )
-    out = {}
-    for line in res.stdout.decode("utf-8", "replace").splitlines():
-        digest, _, path = line.partition("  ")
-        if path and not path.endswith(".pyc") and path not in ("/etc/hostname", "/etc/hosts",
-                                                               "/etc/resolv.conf", "/etc/ld.so.cache"):
-            out[path] = digest
+        for path, meta in listing(sb).items():
+            if path.startswith(_NOT_INSTANCE) or path in _HOST_FILES or path.endswith(".pyc") \
+                    or "/.git/" in path or "/__pycache__/" in path:
+                continue
+            if base.get(path) == meta:
+                out[path] = "base {} {} {:o}".format(*meta)
+            else:
+                todo.append(path)
+        if todo:
+            sb.write_files({_HASH_LIST: "\0".join(todo).encode() + b"\0"})
+            res = sb.exec(f"xargs -0 -r sha256sum < {_HASH_LIST}; rm -f {_HASH_LIST}", user="root",
+                          timeout=300, output_limit=64_000_000)
+            for line in res.stdout.decode("utf-8", "replace").splitlines():
+                digest, _, path = line.partition("  ")
+                if path:
+                    out[path] = digest
     return out
 
 
