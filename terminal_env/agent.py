@@ -46,7 +46,7 @@ from .models.base import (
 )
 from .models.tokens import TokenRecorder, is_token_backend
 from .protocols import ModelBackend
-from .rewards import REWARDS
+from .rewards import NEEDS_OPTIONS, REWARDS
 from .trajectory import ContextEvent, ModelRef, TaskRef, Trajectory, Turn
 
 
@@ -74,6 +74,8 @@ def task_ref(env: Any) -> TaskRef:
 def _all_rewards(result: Any) -> dict[str, float]:
     out = {}
     for name, fn in REWARDS.items():
+        if name in NEEDS_OPTIONS:  # the task's metrics are in the verification's ``metrics``
+            continue
         try:
             out[name] = float(fn(result))
         except Exception:  # a reward that needs arguments; the chosen one is in `reward`

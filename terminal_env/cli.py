@@ -21,7 +21,7 @@ from .agent import run_episode
 from .env import TerminalEnv
 from .errors import ConfigError, TerminalEnvError
 from .models.simple import NopBackend, OracleBackend
-from .rewards import REWARDS
+from .rewards import reward_arg
 from .rsr.cli import add_rsr_parser
 from .runner.cli import add_run_parsers
 from .sandbox import engine, images
@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", help="run a bundled task end to end (oracle by default)")
     dm.add_argument("--task", help="a task name in the bundled pool, or a task directory")
     dm.add_argument("--policy", choices=["oracle", "nop"], default="oracle")
-    dm.add_argument("--reward", default="strict_success_first", choices=sorted(REWARDS))
+    dm.add_argument("--reward", default="strict_success_first", type=reward_arg,
+                   help="binary, partial_progress, strict_success_first, metric:NAME (a metric of the task's reward.json) or metrics:NAME=W,NAME=W (a weighted mean of them)")
     dm.set_defaults(func=cmd_demo)
 
 

@@ -212,9 +212,17 @@ def task_table(results: Iterable[TrialResult]) -> list[dict[str, Any]]:
             "masked": len(trials) - n,
             "mean_success": successes / n if n else None,
             "mean_progress": mean([r.progress for r in scored]) if n else None,
+            "metrics": _task_metrics(scored),
             "duration": math.fsum(r.duration for r in trials),
         })
     return rows
+
+
+def _task_metrics(scored: list[TrialResult]) -> dict[str, float]:
+    """The mean of each named metric over a task's scored trials; a trial that did not report
+    a metric the others did (its verifier failed before writing it) counts 0 for it."""
+    names = sorted({name for r in scored for name in r.metrics})
+    return {name: mean([r.metrics.get(name, 0.0) for r in scored]) for name in names}
 
 
 def _scored(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -334,6 +342,9 @@ def summarize(
             for k in range(1, k_max + 1)
         },
         "mean_progress": _estimate([r["mean_progress"] for r in scored], **boot),
+        # each named metric of the tasks' verifiers: the mean over the tasks that report it
+        "metrics": {name: _estimate([r["metrics"][name] for r in scored if name in r["metrics"]], **boot)
+                    for name in sorted({n for r in scored for n in r["metrics"]})},
         "outcomes": outcomes,
         "terminations": dict(sorted(terminations.items())),
         "per_category": _group_summary(rows, "category", **boot),

@@ -9,6 +9,8 @@ raises for a valid result.
   near-miss almost as much as a success.
 - :func:`strict_success_first`: 1.0 for strict success, else at most ``alpha`` < 1, so any
   success outranks any failure while partial credit still orders the failures.
+- :func:`metric` (``"metric:NAME"``) and :func:`metrics` (``weights={...}``): one of the named
+  metrics a Harbor verifier writes to ``reward.json``, or a declared combination of them.
 
 Infrastructure errors score 0.0 here only so that every function is total; trainers must drop
 them (:func:`is_masked`), never learn from them.
@@ -22,9 +24,11 @@ them (:func:`is_masked`), never learn from them.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +36,7 @@ from .errors import ConfigError
 from .verify.result import ZERO_OUTCOMES, Outcome, VerifierResult
 
 RewardFn = Callable[[VerifierResult], float]
+_NUMBER_TEXT = re.compile(r"[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def is_masked(result: VerifierResult) -> bool:
@@ -105,15 +110,90 @@ def strict_success_first(result: VerifierResult, alpha: float = 0.5) -> float:
     return alpha * partial_progress(result)
 
 
+def _check_metric_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"metric name {name!r}: give the name of a number the task's verifier "
+                          "writes to reward.json (e.g. reward='metric:accuracy')")
+    return name
+
+
+def metric(result: VerifierResult, name: str = "reward") -> float:
+    """The named metric of the result (Harbor's several rewards, from ``reward.json``), clamped
+    to [0, 1]; 0.0 for tampered, timed-out and infrastructure-failed results, and when the
+    verifier did not report it (a verifier that failed before writing its metrics).
+
+    >>> r = VerifierResult(outcome="partial", progress=0.5, metrics={"accuracy": 0.8, "loss": 3.0})
+    >>> metric(r, "accuracy"), metric(r, "loss"), metric(r, "f1")
+    (0.8, 1.0, 0.0)
+    >>> metric(VerifierResult.tampered(["/tests"], metrics={"accuracy": 1.0}), "accuracy")
+    0.0
+    """
+    name = _check_metric_name(name)
+    if result.outcome in ZERO_OUTCOMES:
+        return 0.0
+    value = result.metrics.get(name, 0.0)
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
+
+
+def metrics(result: VerifierResult, weights: dict[str, float] | None = None) -> float:
+    """A declared combination of metrics: ``sum(w * metric(name)) / sum(w)`` over ``weights``
+    ({metric name: weight > 0}).
+
+    >>> r = VerifierResult(outcome="partial", progress=0.5, metrics={"accuracy": 0.8, "f1": 0.4})
+    >>> round(metrics(r, {"accuracy": 3, "f1": 1}), 6)
+    0.7
+    """
+    if not isinstance(weights, dict) or not weights:
+        raise ConfigError("reward 'metrics' needs weights={metric name: weight}, e.g. "
+                          "{'accuracy': 0.7, 'f1': 0.3}")
+    for name, w in weights.items():
+        _check_metric_name(name)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (math.isfinite(w) and w > 0):
+            raise ConfigError(f"reward 'metrics': weight {w!r} of {name!r} must be a positive number")
+    total = math.fsum(weights.values())
+    return math.fsum(w * metric(result, n) for n, w in weights.items()) / total
+
+
 REWARDS: dict[str, RewardFn] = {
     "binary": binary,
     "partial_progress": partial_progress,
     "strict_success_first": strict_success_first,
+    "metric": metric,
+    "metrics": metrics,
 }
+#: rewards that need their options (``metric`` its name, ``metrics`` its weights): not among
+#: the rewards every trajectory records
+NEEDS_OPTIONS = ("metric", "metrics")
 
 # A result used to try a configured reward once, so bad options fail at configuration time
 # instead of in the middle of a training run.
 _PROBE = VerifierResult(outcome=Outcome.partial, progress=0.5)
+
+
+def _spelled_options(text: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The options of ``metric:NAME`` and ``metrics:NAME=WEIGHT,NAME=WEIGHT`` (the spellings a
+    command line or a config file can carry)."""
+    head, _, rest = text.partition(":")
+    if head.replace("-", "_") == "metric":
+        return "metric", {**kwargs, "name": rest}
+    weights: dict[str, float] = {}
+    for part in rest.split(","):
+        name, eq, w = part.partition("=")
+        if not eq or not _NUMBER_TEXT.fullmatch(w.strip()):
+            raise ConfigError(f"reward {text!r}: {part!r} is not NAME=WEIGHT; write e.g. "
+                              "'metrics:accuracy=0.7,f1=0.3'")
+        weights[name.strip()] = float(w)
+    return "metrics", {**kwargs, "weights": weights}
+
+
+def reward_arg(text: str) -> str:
+    """An argparse ``type`` for ``--reward``: a registry name or a ``metric:``/``metrics:``
+    spelling, checked now (the run would otherwise fail later)."""
+    try:
+        get_reward(text)
+    except ConfigError as e:  # argparse shows this one's message, not a generic line
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def get_reward(name_or_callable: str | RewardFn, **kwargs: Any) -> RewardFn:
@@ -124,12 +204,18 @@ def get_reward(name_or_callable: str | RewardFn, **kwargs: Any) -> RewardFn:
     >>> get_reward("bogus")
     Traceback (most recent call last):
     ...
-    terminal_env.errors.ConfigError: unknown reward 'bogus'; known rewards: binary, partial_progress, strict_success_first
+    terminal_env.errors.ConfigError: unknown reward 'bogus'; known rewards: binary, metric, metrics, partial_progress, strict_success_first
     """
     if callable(name_or_callable):
         fn = name_or_callable
     elif isinstance(name_or_callable, str):
         key = name_or_callable.strip().replace("-", "_")
+        if ":" in key and key.split(":", 1)[0] in NEEDS_OPTIONS:  # "metric:NAME", "metrics:A=W,..."
+            key, kwargs = _spelled_options(name_or_callable.strip(), kwargs)
+        elif key in NEEDS_OPTIONS and not kwargs:
+            raise ConfigError(f"reward {name_or_callable!r} needs options: "
+                              + ("'metric:NAME' or name=NAME" if key == "metric"
+                                 else "weights={metric name: weight}"))
         if key not in REWARDS:
             raise ConfigError(
                 f"unknown reward {name_or_callable!r}; known rewards: {', '.join(sorted(REWARDS))}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import math
 
 import pytest
@@ -126,7 +128,7 @@ def test_bad_alpha_is_a_config_error_naming_alpha(alpha):
 
 
 def test_registry_and_get_reward():
-    assert set(REWARDS) == {"binary", "partial_progress", "strict_success_first"}
+    assert set(REWARDS) == {"binary", "partial_progress", "strict_success_first", "metric", "metrics"}
     assert get_reward("binary") is binary
     assert get_reward("partial-progress") is partial_progress
     fn = get_reward("strict_success_first", alpha=0.25)
@@ -136,12 +138,32 @@ def test_registry_and_get_reward():
         return 0.5
 
     assert get_reward(custom) is custom
-    with pytest.raises(ConfigError, match="binary, partial_progress, strict_success_first"):
+    with pytest.raises(ConfigError, match="binary, metric, metrics, partial_progress, strict_success_first"):
         get_reward("nope")
     with pytest.raises(ConfigError, match="binary"):
         get_reward("binary", alpha=0.5)  # binary takes no options
     with pytest.raises(ConfigError):
         get_reward(42)
+
+
+def test_a_metric_or_a_declared_combination_is_picked_by_name():
+    r = VerifierResult(outcome="partial", progress=0.5, metrics={"reward": 0.5, "accuracy": 0.8, "f1": 0.4})
+    assert get_reward("metric:accuracy")(r) == 0.8
+    assert get_reward("metric", name="f1")(r) == 0.4
+    assert get_reward("metric:reward")(r) == 0.5
+    assert get_reward("metrics:accuracy=3,f1=1")(r) == pytest.approx(0.7)
+    assert get_reward("metrics", weights={"accuracy": 1, "missing": 1})(r) == pytest.approx(0.4)
+    for zero in (VerifierResult.tampered(["/tests"], metrics={"accuracy": 1.0}),
+                 VerifierResult.timeout("late", metrics={"accuracy": 1.0}),
+                 VerifierResult.infra_error("engine", metrics={"accuracy": 1.0})):
+        assert get_reward("metric:accuracy")(zero) == 0.0
+    for bad, says in [("metric", "needs options"), ("metrics", "needs options"), ("metric:", "metric name ''"),
+                      ("metrics:accuracy", "is not NAME=WEIGHT"), ("metrics:a=-1", "is not NAME=WEIGHT"),
+                      ("metrics:a=0", "must be a positive number")]:
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            get_reward(bad)
+    with pytest.raises(ConfigError, match="must be a positive number"):
+        get_reward("metrics", weights={"a": float("nan")})
 
 
 def test_result_invariants_are_enforced():

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from terminal_env.errors import ConfigError
-from terminal_env.rewards import REWARDS
+from terminal_env.rewards import NEEDS_OPTIONS, REWARDS, get_reward
+
+#: every reward, those with options bound (a metric by name, a weighted pair of metrics)
+ALL_REWARDS = [fn for name, fn in REWARDS.items() if name not in NEEDS_OPTIONS] + [
+    get_reward("metric:reward"), get_reward("metrics:reward=1,accuracy=2")]
 from terminal_env.verify import MAX_FILE_BYTES, Check, Outcome, VerifierResult, parse_results
 
 FILES = ("reward.txt", "reward.json", "ctrf.json", "junit.xml", "checks.json")
@@ -51,17 +56,49 @@ def test_invalid_reward_txt_fails_naming_file_and_value(bad):
     assert "reward.txt" in r.message and repr(bad.strip()) in r.message
 
 
-def test_reward_json_keeps_only_reward():
-    r = parse({"reward.json": '{"reward": 0.5, "accuracy": 0.9, "speed": 3}'})
+def test_reward_json_decides_by_its_reward_and_keeps_every_number_as_a_metric():
+    r = parse({"reward.json": '{"reward": 0.5, "accuracy": 0.9, "speed": 3, "note": "x", "ok": true}'})
     assert (r.outcome, r.progress, r.reward_reported, r.source) == (
         Outcome.partial, 0.5, 0.5, "reward.json")
+    assert r.metrics == {"reward": 0.5, "accuracy": 0.9, "speed": 3.0}  # as Harbor: numbers only
     assert parse({"reward.json": '{"reward": 1}'}).strict_success
+
+
+def test_reward_txt_is_the_reward_when_reward_json_has_none():
+    """Harbor's rule: a detailed reward.json beside a scalar reward.txt."""
+    r = parse({"reward.json": '{"accuracy": 0.25, "f1": 0.5}', "reward.txt": "1\n"})
+    assert r.strict_success and r.metrics == {"accuracy": 0.25, "f1": 0.5, "reward": 1.0}
+    assert r.message == "reward.txt says 1"
+    r = parse({"reward.json": '{"reward": 0, "f1": 0.5}', "reward.txt": "1\n"})  # json's reward wins
+    assert r.outcome == Outcome.failed and r.metrics == {"reward": 0.0, "f1": 0.5}
+    r = parse({"reward.txt": "0.25"})
+    assert r.metrics == {"reward": 0.25} and r.progress == 0.25
+
+
+def test_metrics_without_a_reward_leave_the_verdict_to_the_checks():
+    checks = '{"checks": [{"name": "a", "passed": true}, {"name": "b", "passed": false}]}'
+    r = parse({"checks.json": checks, "reward.json": '{"accuracy": 7.5}'})
+    assert r.outcome == Outcome.partial and r.progress == 0.5 and r.metrics == {"accuracy": 7.5}
+    r = parse({"reward.json": '{"accuracy": 0.75}'})  # nothing decides: a failure that says why
+    assert r.outcome == Outcome.failed and r.metrics == {"accuracy": 0.75}
+    assert 'reports accuracy but no "reward" key' in r.message
+
+
+@pytest.mark.parametrize("doc, says", [
+    ('{"f1": NaN}', "metric 'f1' is 'NaN'"), ('{"f1": 1e999}', "metric 'f1' is 'Infinity'"),
+    ('{"f1": 1' + "0" * 400 + "}", "not a finite number"),
+    ('{"' + "m" * 101 + '": 1}', "longer than 100"), ('{" ": 1}', "empty or longer"),
+    ("{" + ", ".join(f'"m{i}": {i}' for i in range(65)) + "}", "65 metrics; at most 64"),
+])
+def test_invalid_metrics_fail_naming_the_metric(doc, says):
+    r = parse({"reward.json": doc, "reward.txt": "1"})
+    assert r.outcome == Outcome.failed and r.metrics == {} and says in r.message, r.message
 
 
 @pytest.mark.parametrize("doc, says", [
     ('{"reward": NaN}', "NaN"), ('{"reward": Infinity}', "Infinity"), ('{"reward": 1.5}', "1.5"),
     ('{"reward": -0.1}', "-0.1"), ('{"reward": "1"}', '"1"'), ('{"reward": true}', "true"),
-    ('{"reward": null}', "null"), ('{"score": 1}', "no \"reward\" key"), ("[1]", "no \"reward\""),
+    ('{"reward": null}', "null"), ('{"score": 1}', "no \"reward\" key"), ("[1]", "an object of named numbers"),
     ('{"reward": 1', "malformed JSON"), ("", "malformed JSON"),
 ])
 def test_invalid_reward_json(doc, says):
@@ -332,7 +369,12 @@ junk = st.one_of(
                      b"\xef\xbb\xbf1", b"<?xml version='1.0' encoding='bogus'?><testsuite/>",
                      b'{"reward": 1' + b"0" * 400 + b"}", b'{"reward": 1' + b"0" * 5000 + b"}",
                      b'[{"name": "a", "passed": true, "weight": 1' + b"0" * 400 + b"}]",
-                     b"1" * 1000, b"<testsuite>" * 2000]),
+                     b"1" * 1000, b"<testsuite>" * 2000,
+                     b'{"accuracy": 1e999, "reward": 1}', b'{"f1": -3, "reward": 0.5, "x": [1]}',
+                     b'{"accuracy": 2' + b"0" * 400 + b"}", b'{"": 1}', b'{"reward": true, "a": 1}']),
+    # reward.json objects of named numbers, valid or not
+    st.dictionaries(st.text(max_size=12), st.one_of(st.floats(), st.integers(), st.booleans(), st.none()),
+                    max_size=5).map(lambda d: json.dumps(d).encode()),
 )
 
 
@@ -342,8 +384,10 @@ junk = st.one_of(
 def test_parse_never_raises_and_rewards_stay_in_unit_interval(files, fmt, stdout, exit_code):
     r = parse_results(files, exit_code=exit_code, stdout=stdout, fmt=fmt)
     assert isinstance(r, VerifierResult)
+    assert all(isinstance(v, float) and math.isfinite(v) for v in r.metrics.values()), r.metrics
+    assert r.reward_reported is None or r.metrics.get("reward") == r.reward_reported
     assert r.strict_success == (r.outcome == Outcome.passed)
-    for fn in REWARDS.values():
+    for fn in ALL_REWARDS:
         assert 0.0 <= fn(r) <= 1.0
 
 
@@ -370,5 +414,5 @@ def test_parsed_progress_is_monotone_in_passed_checks(docs, reward):
     extra = {} if reward is None else {"reward.txt": reward}
     r_worse = parse_results({"checks.json": worse, **extra}, exit_code=0)
     r_better = parse_results({"checks.json": better, **extra}, exit_code=0)
-    for fn in REWARDS.values():
+    for fn in ALL_REWARDS:
         assert fn(r_better) >= fn(r_worse)

@@ -270,6 +270,13 @@ ATTACKS = {
         "failed",
         "/usr/bin/pgrep -f 'echo 1 > /logs/verifier/reward.txt' >/dev/null",
     ),
+    # the same for Harbor's several metrics: a reward.json with the reward and a metric of its own
+    "late-metrics-writer": Attack(
+        "nohup sh -c 'sleep 4; while :; do mkdir -p /logs/verifier; echo \"{\\\"reward\\\": 1, "
+        "\\\"stolen\\\": 1}\" > /logs/verifier/reward.json; sleep 0.05; done' >/dev/null 2>&1 &",
+        "failed",
+        "/usr/bin/pgrep -f 'stolen' >/dev/null",
+    ),
 }
 
 
@@ -339,6 +346,11 @@ def play_attack(task, name):
     assert result.outcome == witness.expected(), (result.outcome, result.message, result.log_tail)
     assert reward == 0.0 and not info["masked"]
     return result
+
+
+def test_a_late_writer_of_reward_json_adds_no_metric(task):
+    result = play_attack(task, "late-metrics-writer")
+    assert "stolen" not in result.metrics and result.metrics.get("reward", 0.0) == 0.0, result.metrics
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))

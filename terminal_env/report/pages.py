@@ -56,6 +56,15 @@ def _est_card(label: str, est: dict[str, Any] | None, conf: float) -> str:
     return _card(label, pct(est["value"]), sub)
 
 
+def _metric_card(name: str, est: dict[str, Any], conf: float) -> str:
+    """A named metric of the verifiers: any number, so shown as one (not as a percentage)."""
+    if not est or est.get("value") is None:
+        return _card(f"Metric {name}", "—", "no task reported it")
+    lo, hi = est["ci_low"], est["ci_high"]
+    return _card(f"Metric {name}", f"{est['value']:.3g}",
+                 f"{conf:.0%} CI [{lo:.3g}, {hi:.3g}] · {est['n_tasks']} tasks reporting it")
+
+
 def _difficulty_key(name: str) -> tuple[int, str]:
     if name in DIFFICULTY_ORDER:
         return DIFFICULTY_ORDER.index(name), ""
@@ -164,6 +173,8 @@ def index_page(run: Run, summary: dict[str, Any], *, compare_with: Run | None = 
     if k > 1 and str(k) in passk:
         cards.append(_est_card(f"pass@{k}", passk[str(k)], conf))
     cards.append(_est_card("Mean progress", summary["mean_progress"], conf))
+    for name, stat in (summary.get("metrics") or {}).items():  # the verifiers' named metrics
+        cards.append(_metric_card(name, stat, conf))
     cards.append(_card("Infra errors", str(summary["n_masked"]),
                        f"masked trials of {summary['n_trials']}, excluded from scores"))
     cards.append(_card("Trials", str(summary["n_trials"]),

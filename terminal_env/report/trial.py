@@ -216,6 +216,7 @@ def trial_page(
         ("Progress", esc(pct(result.progress))),
         ("Reward", esc(f"{result.reward:.3g}")),
         ("Rewards", esc(rewards)),
+        ("Metrics", esc(", ".join(f"{k} {v:.3g}" for k, v in sorted(result.metrics.items())) or "—")),
         ("Termination", esc(result.termination)),
         ("Category", esc(result.category or "—")),
         ("Difficulty", esc(result.difficulty or "—")),

@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..harness import get_harness, harness_class
 from ..models.simple import HumanBackend
 from ..report import write_report
-from ..rewards import REWARDS
+from ..rewards import reward_arg
 from ..sandbox.cleanup import remove_all
 from ..tasks.build import parse_base_map
 from ..trajectory import Trajectory
@@ -197,7 +197,8 @@ def add_run_parsers(sub: Any) -> None:
     r.add_argument("--command-timeout", type=float, default=180.0, help="per command, s")
     r.add_argument("--episode-timeout", type=float, help="per episode, s (default: the task's agent timeout)")
     r.add_argument("--verify-timeout", type=float, help="per verification, s (default: the task's)")
-    r.add_argument("--reward", default="binary", choices=sorted(REWARDS))
+    r.add_argument("--reward", default="binary", type=reward_arg,
+                   help="binary, partial_progress, strict_success_first, metric:NAME (a metric of the task's reward.json) or metrics:NAME=W,NAME=W (a weighted mean of them)")
     r.add_argument("--retries", type=int, default=2, help="retries of a trial after an infrastructure error")
     r.add_argument("--allow-test", action="store_true", help="allow tasks of the protected test split")
     r.add_argument("--seed", type=int, default=0)

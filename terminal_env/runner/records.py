@@ -41,6 +41,8 @@ class TrialResult(BaseModel):
     progress: float = Field(0.0, ge=0, le=1)
     reward: float = 0.0
     rewards: dict[str, float] = Field(default_factory=dict)
+    #: the named metrics the task's verifier reported (reward.json; Harbor's several rewards)
+    metrics: dict[str, float] = Field(default_factory=dict)
     termination: str = "running"
     #: an infrastructure failure (engine, sandbox, model server): excluded from scores
     masked: bool = False

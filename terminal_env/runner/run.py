@@ -301,6 +301,7 @@ def trial_result(base: TrialResult, outcome: TrialOutcome) -> TrialResult:
         "progress": float(v.get("progress") or 0.0),
         "reward": float(traj.reward or 0.0),
         "rewards": traj.rewards,
+        "metrics": {str(k): float(x) for k, x in (v.get("metrics") or {}).items()},
         "termination": traj.termination,
         "masked": traj.masked,
         "error": traj.error,

@@ -38,6 +38,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     for kk, stat in (summary.get("pass_at_k") or {}).items():
         head.add_row(f"pass@{kk}", _ci(stat))
     head.add_row("mean partial progress", _ci(summary.get("mean_progress")))
+    for name, stat in (summary.get("metrics") or {}).items():  # the verifiers' named metrics
+        n = stat.get("n_tasks") if isinstance(stat, dict) else None
+        head.add_row(f"metric {escape(name)} ({n} tasks)", _ci(stat))
     head.add_row("tasks / trials", f"{summary.get('n_tasks')} / {summary.get('n_trials')}")
     head.add_row("infrastructure errors (excluded)", str(summary.get("n_masked", 0)))
     console.print(head)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..rewards import REWARDS
+from ..rewards import reward_arg
 from ..tasks.load import split_tasks
 
 
@@ -234,7 +234,8 @@ def _memory(args: argparse.Namespace, logprobs: bool = True) -> dict[str, Any]:
 
 def _episodes(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--trajectories", nargs="+", required=required, help="run directories or trajectory.json files")
-    p.add_argument("--reward", default="strict_success_first", choices=sorted(REWARDS))
+    p.add_argument("--reward", default="strict_success_first", type=reward_arg,
+                   help="binary, partial_progress, strict_success_first, metric:NAME (a metric of the task's reward.json) or metrics:NAME=W,NAME=W (a weighted mean of them)")
     p.add_argument("--multi-segment", default="refuse", choices=["refuse", "accept", "drop"],
                    help="episodes whose prompt could not be extended (default: refuse)")
     p.add_argument("--any-weights", action="store_true",

@@ -22,9 +22,10 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
+from ..rewards import get_reward
 from .estimators import check as check_estimator
 from .ppo import PPOConfig
 
@@ -54,6 +55,12 @@ class Play(_Strict):
     command_timeout: float | None = Field(None, gt=0)
     #: the temperature training rollouts sample at (the policy PPO and the critic see)
     rollout_temperature: float = Field(1.0, gt=0)
+
+    @field_validator("reward")
+    @classmethod
+    def _known_reward(cls, value: str) -> str:
+        get_reward(value)  # a name, metric:NAME or metrics:NAME=W,...; else an error naming it
+        return value
 
 
 class Scoring(_Strict):

@@ -47,6 +47,8 @@ from ..errors import ConfigError
 from ..fileio import write_atomic
 from ..models.base import SamplingParams
 from ..models.hf_backend import TransformersBackend
+from ..rewards import get_reward
+from ..verify.result import VerifierResult
 from .data import episodes as to_episodes
 from .evaluation import score, task_scores
 from .models import Pair
@@ -155,11 +157,17 @@ def play(backend: Any, tasks: list[Any], settings: PlaySettings, *, attempts: in
 def episode_rows(trajectories: list[Any], reward: str, seed: int) -> list[dict[str, Any]]:
     """What :func:`~terminal_env.train.evaluation.task_scores` reads, one row per episode."""
     rows = []
+    fn = get_reward(reward)
     for i, t in enumerate(trajectories):
         masked = bool(t.masked)
+        if masked:
+            value = None
+        elif reward in t.rewards:
+            value = float(t.rewards[reward])
+        else:  # a reward with options (a task's metric): from the verdict itself
+            value = float(fn(VerifierResult.model_validate(t.verification))) if t.verification else 0.0
         rows.append({"task": t.task.name, "seed": seed + i, "masked": masked,
-                     "strict_success": None if masked else bool(t.strict_success),
-                     "reward": None if masked else float(t.rewards.get(reward, 0.0))})
+                     "strict_success": None if masked else bool(t.strict_success), "reward": value})
     return rows
 
 

@@ -16,7 +16,8 @@ Per-check detail, first source present with at least one check wins:
 4. with ``fmt="pytest-output"`` (Terminal-Bench 1.x, whose tests write no files): the
    ``pytest -rA`` short test summary in ``stdout``.
 
-The reported reward comes from ``reward.json`` (its ``reward`` key) or else ``reward.txt``. When
+The reported reward comes from ``reward.json`` (its ``reward`` key) or else ``reward.txt``; every
+number of ``reward.json`` is kept as a named metric (Harbor's several rewards). When
 both checks and a reward exist, the checks decide, except that success needs both: every check
 passed *and* any reported reward is 1.0 (see :func:`~terminal_env.verify.result.classify`).
 """
@@ -111,33 +112,43 @@ def parse_results(
         return failed(str(e))
     checks = _apply_weights(checks, weights)
 
-    # The reported reward, if any; an invalid one fails the run whatever the checks say.
+    # The reported reward and the named metrics, if any (Harbor's rule: reward.json's numbers,
+    # and reward.txt as its "reward" when reward.json has none); an invalid one fails the run
+    # whatever the checks say.
     reward: float | None = None
     reward_file = ""
-    for name in REWARD_FILES:
-        if name in files:
-            try:
-                reward = _guarded(name, functools.partial(_read_reward, name), files[name])
-            except BadOutput as e:
-                return failed(str(e), source=name, checks=checks)
-            if source == "none":
-                source = name
-            reward_file = name
-            break
+    metrics: dict[str, float] = {}
+    try:
+        if "reward.json" in files:
+            metrics = _guarded("reward.json", _read_metrics, files["reward.json"])
+            reward_file = "reward.json"
+        if "reward" not in metrics and "reward.txt" in files:
+            metrics["reward"] = _guarded("reward.txt", functools.partial(_read_reward, "reward.txt"),
+                                         files["reward.txt"])
+            reward_file = "reward.txt"
+        if "reward" in metrics:
+            reward = _checked_reward(reward_file, metrics["reward"])
+    except BadOutput as e:
+        return failed(str(e), source=reward_file or "reward.txt", checks=checks)
+    if source == "none" and reward_file:
+        source = reward_file
 
     outcome, progress = classify(checks, reward)
-    message = _explain(outcome, checks, reward, reward_file, fmt, exit_code)
+    message = _explain(outcome, checks, reward, reward_file, fmt, exit_code, metrics)
     return VerifierResult(
         outcome=outcome, checks=checks, reward_reported=reward, progress=progress,
-        source=source, message=message, **common,
+        metrics=metrics, source=source, message=message, **common,
     )
 
 
 def _explain(outcome: Outcome, checks: list[Check], reward: float | None, reward_file: str,
-             fmt: str, exit_code: int | None) -> str:
+             fmt: str, exit_code: int | None, metrics: dict[str, float]) -> str:
     """One human-readable line saying why the outcome is what it is."""
     said = f"{reward_file} says {reward:g}" if reward is not None else ""
     if not checks and reward is None:
+        if metrics:
+            return (f"reward.json reports {', '.join(sorted(metrics))} but no \"reward\" key, and "
+                    "there is no reward.txt or check report to decide the outcome")
         where = ("no pytest short test summary in the output (run pytest with -rA)"
                  if fmt == "pytest-output" else "no reward.txt, reward.json or check report")
         return f"the verifier wrote no result: {where} (exit code {exit_code})"
@@ -172,31 +183,56 @@ def _guarded(name: str, parser: Callable[[Any], Any], data: Any) -> Any:
 # --- rewards -----------------------------------------------------------------------------
 
 
-def _read_reward(name: str, data: bytes) -> float:
-    text = _decode(name, data)
-    if name == "reward.json":
-        doc = _load_json(name, text)
-        if not isinstance(doc, dict) or "reward" not in doc:
-            raise BadOutput(f"reward.json: no \"reward\" key in {_show(text)}")
-        value = doc["reward"]
+#: at most this many named metrics are kept from reward.json, with names of at most this length
+MAX_METRICS = 64
+MAX_METRIC_NAME = 100
+
+
+def _read_metrics(data: bytes) -> dict[str, float]:
+    """reward.json: an object of named numbers (Harbor's several reward metrics). Other values
+    are ignored, as Harbor ignores them; a number that is not finite, too many metrics or an
+    overlong name is an error naming it."""
+    text = _decode("reward.json", data)
+    doc = _load_json("reward.json", text)
+    if not isinstance(doc, dict):
+        raise BadOutput(f"reward.json: expected an object of named numbers, got {_show(text)}")
+    out: dict[str, float] = {}
+    for key, value in doc.items():
         # bool is an int in Python; a JSON true is not a reward.
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadOutput(f"reward.json: invalid reward {_show(json.dumps(value))} "
-                            "(need a number in [0, 1])")
-        shown = _show(json.dumps(value))
+            continue
+        if len(key) > MAX_METRIC_NAME or not key.strip():
+            raise BadOutput(f"reward.json: metric name {_show(key)} is empty or longer than "
+                            f"{MAX_METRIC_NAME} characters")
         try:
             number = float(value)
         except OverflowError:  # an integer of hundreds of digits
             number = math.inf
-    else:
-        shown = text.strip()
-        if not _NUMBER.fullmatch(shown):
-            raise BadOutput(f"reward.txt: invalid reward {_show(shown)} (need a number in [0, 1])")
-        number = float(shown)  # a huge exponent gives inf, refused below
-        shown = _show(shown)
+        if not math.isfinite(number):
+            raise BadOutput(f"reward.json: metric {_show(key)} is {_show(json.dumps(value))}, not a "
+                            "finite number")
+        out[key] = number
+    if len(out) > MAX_METRICS:
+        raise BadOutput(f"reward.json: {len(out)} metrics; at most {MAX_METRICS} are kept")
+    if "reward" in doc and "reward" not in out:
+        raise BadOutput(f"reward.json: invalid reward {_show(json.dumps(doc['reward']))} "
+                        "(need a number in [0, 1])")
+    return out
+
+
+def _checked_reward(name: str, number: float) -> float:
     if not (math.isfinite(number) and 0.0 <= number <= 1.0):
-        raise BadOutput(f"{name}: invalid reward {shown} (need a number in [0, 1])")
+        raise BadOutput(f"{name}: invalid reward {_show(f'{number:g}')} (need a number in [0, 1])")
     return number
+
+
+def _read_reward(name: str, data: bytes) -> float:
+    """reward.txt: one number in [0, 1]."""
+    text = _decode(name, data)
+    shown = text.strip()
+    if not _NUMBER.fullmatch(shown):
+        raise BadOutput(f"{name}: invalid reward {_show(shown)} (need a number in [0, 1])")
+    return _checked_reward(name, float(shown))  # a huge exponent gives inf, refused there
 
 
 # --- per-check formats -------------------------------------------------------------------

@@ -164,6 +164,10 @@ class VerifierResult(BaseModel):
     checks: list[Check] = Field(default_factory=list)
     #: what reward.txt / reward.json said, when it was a valid number in [0, 1]
     reward_reported: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    #: the named numbers of reward.json (and reward.txt's as "reward" when reward.json has none):
+    #: Harbor's several reward metrics, any finite number; a trainer picks one by name
+    #: (:func:`terminal_env.rewards.metric`)
+    metrics: dict[str, float] = Field(default_factory=dict)
     #: weighted share of checks passed; without checks, the reported reward (see classify)
     progress: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
     #: outcome == passed; derived when omitted, refused when contradictory
