@@ -13,7 +13,7 @@ import pytest
 from terminal_env import TerminalEnv
 from terminal_env.agent import run_episode
 from terminal_env.cli import main
-from terminal_env.models.simple import NopBackend, ScriptedBackend
+from terminal_env.models.simple import NopBackend, OracleBackend, ScriptedBackend
 from terminal_env.tasks import load_task
 
 pytestmark = pytest.mark.docker
@@ -92,3 +92,45 @@ def test_the_runner_reports_each_metric(task, tmp_path, capsys):
     page = next((out / "report").rglob("trials/metrics-task/1*.html"), None) or next(
         p for p in (out / "report").rglob("*.html") if "metrics-task" in str(p) and p.name != "index.html")
     assert "accuracy 1, lines 4, reward 1" in page.read_text()
+
+
+# A task whose tests run the agent's program and write only reward.txt (the common shape).
+RUNS_AGENT_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+out=$(timeout 10 /app/run.sh 2>/dev/null)
+if [ "$out" = 42 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+# The agent's program, run by the tests as root: it answers wrong and writes reward.json itself.
+FORGER = ("printf '#!/bin/sh\\nmkdir -p /logs/verifier\\n"
+          "echo {\\\\\"reward\\\\\": 1, \\\\\"accuracy\\\\\": 1} > /logs/verifier/reward.json\\necho 41\\n' "
+          "> /app/run.sh && chmod +x /app/run.sh")
+
+
+def test_a_reward_json_the_tests_never_write_is_not_read(tmp_path, base_image):
+    d = write_task(tmp_path)
+    (d / "tests" / "test.sh").write_text(RUNS_AGENT_SH)
+    (d / "solution" / "solve.sh").write_text("#!/bin/bash\nprintf '#!/bin/sh\\necho 42\\n' > /app/run.sh\n"
+                                             "chmod +x /app/run.sh\n")
+    task = load_task(d)
+    reward, info = play(task, ScriptedBackend.of_actions([FORGER]), "binary")
+    result = info["verification"]
+    # the forgery happened (the tests ran the program, which wrote reward.json), and was ignored
+    assert "reward.json ignored: the task's tests never name it" in result.message, result.message
+    assert reward == 0.0 and result.outcome == "failed", (result.message, result.metrics)
+    assert result.metrics == {"reward": 0.0}, result.metrics
+    reward, info = play(task, OracleBackend(), "binary")
+    assert reward == 1.0 and "ignored" not in info["verification"].message
+
+
+def test_checks_the_tests_never_write_are_not_read(tmp_path, base_image):
+    """The same with a forged checks.json: every check passed would be progress 1.0."""
+    d = write_task(tmp_path)
+    (d / "tests" / "test.sh").write_text(RUNS_AGENT_SH)
+    task = load_task(d)
+    forger = ("printf '#!/bin/sh\\nmkdir -p /logs/verifier\\necho [{\\\\\"name\\\\\": \\\\\"a\\\\\", "
+              "\\\\\"passed\\\\\": true}] > /logs/verifier/checks.json\\necho 41\\n' > /app/run.sh "
+              "&& chmod +x /app/run.sh")
+    reward, info = play(task, ScriptedBackend.of_actions([forger]), "partial_progress")
+    result = info["verification"]
+    assert "checks.json ignored" in result.message, result.message
+    assert reward == 0.0 and result.checks == [], (result.message, result.checks)

@@ -47,11 +47,13 @@ from ..errors import InfraError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
 from ..sandbox.sweep import stop_processes
 from . import guard
-from .parse import parse_results
+from .parse import CHECK_FILES, REWARD_FILES, parse_results
 from .result import VerifierResult, disk_budget_result, exhausted_result
 from .tamper import find_tampering
 
 RESULT_FILES_LIMIT = 10 * 1024 * 1024
+#: the files whose content decides a verdict (parse.py)
+RESULT_FILES = tuple(name for name, _ in CHECK_FILES) + REWARD_FILES
 
 _SAFE_ENV = {
     "PYTHONNOUSERSITE": "1",
@@ -90,6 +92,8 @@ class ProtectedVerifier:
         self.timeout = timeout or float(getattr(task, "verifier_timeout", 600) or 600)
         self.protected = tuple(getattr(task, "protected_paths", ()) or ()) + tuple(protected_paths)
         self.last_timings: dict[str, float] = {}
+        self._names: frozenset[str] | None = None
+        self._names_for: str | None = None
 
     def __call__(self, sandbox: Sandbox, spec: Any = None) -> VerifierResult:
         t0 = time.perf_counter()
@@ -193,7 +197,7 @@ class ProtectedVerifier:
         timings["tests"] = time.perf_counter() - t
         t = time.perf_counter()
         self._sweep(sandbox)  # whatever the tests started must not write after them
-        files = _read_results(sandbox)
+        files, ignored = _named_by_tests(_read_results(sandbox), self._result_names())
         checked = guard.verdict(
             guard.read_records(sandbox), key,
             pytest_expected=guard.uses_pytest(scripts),
@@ -230,7 +234,21 @@ class ProtectedVerifier:
                 message=f"{checked.note}; the result files were not trusted ({result.message})",
                 **update,
             )
+        if ignored:
+            update["message"] = f"{result.message} ({_ignored_note(ignored)})"
         return result.model_copy(update=update)
+
+    def _result_names(self) -> frozenset[str] | None:
+        """The result files the task's tests name (their names appear in a test file): only
+        those are read back; None when they name none (then every one is read, as before)."""
+        digest = self.task.tests_digest
+        if self._names_for != digest:
+            found: set[str] = set()
+            for src in self.task.verifier_files().values():
+                data = _read(src)
+                found.update(n for n in RESULT_FILES if n.encode() in data)
+            self._names, self._names_for = (frozenset(found) or None), digest
+        return self._names
 
     def _verify_separate(self, agent_box: Sandbox, timings: dict[str, float]) -> VerifierResult:
         artifacts = list(getattr(self.task, "artifacts", ()) or ())
@@ -290,6 +308,23 @@ def _pids_exhausted(sandbox: Sandbox) -> bool:
 
 def _read(src: Any) -> bytes:
     return src if isinstance(src, bytes) else open(src, "rb").read()
+
+
+def _named_by_tests(files: dict[str, bytes], names: frozenset[str] | None) -> tuple[dict[str, bytes], list[str]]:
+    """The files of /logs/verifier less the result files the task's tests never name. Tests
+    often run the agent's program (as root, next to /logs/verifier): a ``reward.json`` that the
+    tests never write, beside the ``reward.txt`` they do, can only be someone else's, and
+    ``reward.json`` takes precedence (Harbor's rule)."""
+    if names is None:
+        return files, []
+    ignored = sorted(n for n in files if n in RESULT_FILES and n not in names)
+    return {k: v for k, v in files.items() if k not in ignored}, ignored
+
+
+def _ignored_note(ignored: list[str]) -> str:
+    return (f"{', '.join(ignored)} ignored: the task's tests never name "
+            f"{'it' if len(ignored) == 1 else 'them'}, so the tests did not write "
+            f"{'it' if len(ignored) == 1 else 'them'}")
 
 
 def _read_results(sandbox: Sandbox) -> dict[str, bytes]:
