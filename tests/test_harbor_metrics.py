@@ -1,11 +1,14 @@
 """Harbor's several reward metrics (``reward.json`` with named numbers) with the real Docker
 engine: carried through the verifier's result, picked by name as the RL reward, and reported by
 the runner (summary, table, HTML report). The attack on reward.json itself (a process that keeps
-rewriting it during the tests) is in ``test_verify_protected.py``."""
+rewriting it during the tests) is in ``test_verify_protected.py``; here, result files that the
+agent's program writes while the tests run it, which the verifier does not read unless the
+tests name them."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from terminal_env.models.simple import NopBackend, OracleBackend, ScriptedBacken
 from terminal_env.tasks import load_task
 
 pytestmark = pytest.mark.docker
+DATA = Path(__file__).parent / "data" / "tasks"
 
 WORDS = ("amber", "basil", "cedar", "delta")
 # accuracy: the share of the four words in /app/out; lines: how many lines it has (a metric that
@@ -134,3 +138,24 @@ def test_checks_the_tests_never_write_are_not_read(tmp_path, base_image):
     result = info["verification"]
     assert "checks.json ignored" in result.message, result.message
     assert reward == 0.0 and result.checks == [], (result.message, result.checks)
+
+
+def test_a_terminal_bench_1_verdict_is_its_pytest_output_alone(tmp_path, base_image):
+    """A TB1 task's tests name no result file (the verdict is pytest's -rA summary): a
+    checks.json that the agent's program writes while the tests run it is not read. (The guard
+    already refused this one, a passing check its pytest session never recorded; now the file
+    is not read at all, as for a test script that runs no pytest.)"""
+    d = tmp_path / "tb1-runs-agent"
+    shutil.copytree(DATA / "tb1-grep", d)
+    (d / "tests" / "test_outputs.py").write_text(
+        "import subprocess\n\n\ndef test_the_program_answers():\n"
+        "    out = subprocess.run(['/app/run.sh'], capture_output=True, text=True).stdout\n"
+        "    assert out.strip() == '42'\n")
+    forged = ("printf '#!/bin/sh\\nmkdir -p /logs/verifier\\necho [{\\\\\"name\\\\\": \\\\\"a\\\\\", "
+              "\\\\\"passed\\\\\": true}] > /logs/verifier/checks.json\\necho 41\\n' > /app/run.sh "
+              "&& chmod +x /app/run.sh")
+    task = load_task(d)
+    reward, info = play(task, ScriptedBackend.of_actions([forged]), "partial_progress")
+    result = info["verification"]
+    assert "checks.json ignored" in result.message, result.message  # it was there: proof
+    assert reward == 0.0 and result.source == "pytest-output", (result.message, result.source)

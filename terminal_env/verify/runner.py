@@ -240,14 +240,20 @@ class ProtectedVerifier:
 
     def _result_names(self) -> frozenset[str] | None:
         """The result files the task's tests name (their names appear in a test file): only
-        those are read back; None when they name none (then every one is read, as before)."""
+        those are read back. Tests that name none: a Terminal-Bench 1 task's verdict is its
+        pytest output (no file is read); a Harbor task's is read from every file, as before
+        (its tests make the name some other way)."""
         digest = self.task.tests_digest
         if self._names_for != digest:
             found: set[str] = set()
             for src in self.task.verifier_files().values():
                 data = _read(src)
                 found.update(n for n in RESULT_FILES if n.encode() in data)
-            self._names, self._names_for = (frozenset(found) or None), digest
+            if not found and getattr(self.task, "result_format", "harbor") == "pytest-output":
+                found_or_none: frozenset[str] | None = frozenset()  # the verdict is in the output
+            else:
+                found_or_none = frozenset(found) or None
+            self._names, self._names_for = found_or_none, digest
         return self._names
 
     def _verify_separate(self, agent_box: Sandbox, timings: dict[str, float]) -> VerifierResult:
