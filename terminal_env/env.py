@@ -25,6 +25,7 @@ import hashlib
 import logging
 import time
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -32,6 +33,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .actions import Command, Keys, Submit, parse_action
+from .artifacts import collect as collect_artifacts
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
 from .prepare import prepare_task
@@ -151,6 +153,10 @@ class TerminalEnv(gym.Env[str, str]):
         }
         self.render_mode = render_mode
         self.verifier = verifier
+        #: where the task's artifacts are copied after the episode (None: not collected); what
+        #: was collected, with the reasons for what was not, is then in ``artifacts``
+        self.artifacts_dir: str | Path | None = None
+        self.artifacts: list[dict[str, Any]] = []
         self._client = client
         #: a terminal_env.scale.warm.WarmPool shared with other environments, or None (cold starts)
         self.pool = pool
@@ -183,6 +189,7 @@ class TerminalEnv(gym.Env[str, str]):
         if options:
             raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
         self._teardown()
+        self.artifacts = []
         t0 = time.perf_counter()
         with engine_errors():
             if self.pool is not None:
@@ -263,6 +270,10 @@ class TerminalEnv(gym.Env[str, str]):
             reward, info["verification"] = self._verify()
             # Infrastructure failures are never the agent's: trainers mask, runners retry.
             info["masked"] = bool(getattr(info["verification"], "masked", False))
+            if self.artifacts_dir is not None and self.sandbox is not None:
+                info["artifacts"] = self.artifacts = collect_artifacts(
+                    self.sandbox, list(getattr(self.source_task, "trial_artifacts", None) or []),
+                    Path(self.artifacts_dir))
         self._last_text = text
         return fit_text(text, self.config.max_observation_chars), reward, terminated, truncated, info
 

@@ -142,6 +142,8 @@ def play_trial(
         trajectory_path = out_dir / "trajectory.json"
     try:
         env = trial_env(task, spec, client=client, pool=pool, build_lock=build_lock)
+        if out_dir is not None:  # the task's artifacts, after the episode (artifacts.json lists them)
+            env.artifacts_dir = out_dir / "artifacts"
         if track is not None:
             track(env, True)
         harness = get_harness(spec.harness, **spec.harness_options)
@@ -170,6 +172,8 @@ def play_trial(
             if track is not None:
                 track(env, False)
     out.traj = traj if out.failure is None else None
+    if env is not None and env.artifacts and out_dir is not None:
+        write_json_atomic(out_dir / "artifacts.json", env.artifacts)
     if out.traj is not None and out_dir is not None and out.traj.verification:
         v = out.traj.verification
         write_json_atomic(out_dir / "verifier.json", v)

@@ -157,10 +157,28 @@ def test_steps_are_read_typed_then_refused(tmp_path):
     assert "high" in error(bad, "steps[0].min_reward")  # typed: a bad value is named too
 
 
-def test_artifacts_are_refused_until_they_are_collected(tmp_path):
+def test_artifacts_load_as_harbor_means_them(tmp_path):
     d = task_with(tmp_path, top='artifacts = ["/app/out.txt", { source = "/app/log", '
-                                'destination = "logs", exclude = ["*.tmp"] }]')
-    assert "trial directory" in refused(d, "artifacts")
+                                'destination = "logs/run", exclude = ["*.tmp"] }, { source = "/data/" }]')
+    task, _ = read_task(d)
+    assert [(a.source, a.destination, a.exclude) for a in task.trial_artifacts] == [
+        ("/app/out.txt", "out.txt", ()), ("/app/log", "logs/run", ("*.tmp",)), ("/data/", "data", ())]
+
+
+@pytest.mark.parametrize("entry, field, says", [
+    ('"app/out.txt"', "artifacts[0]", "must be an absolute path"),
+    ('{ source = "out" }', "artifacts[0].source", "must be an absolute path"),
+    ('{ source = "/app/x", destination = "../../etc" }', "artifacts[0].destination", "no '..'"),
+    ('{ source = "/app/x", destination = "/abs" }', "artifacts[0].destination", "relative path"),
+])
+def test_bad_artifacts_are_named(tmp_path, entry, field, says):
+    d = task_with(tmp_path, top=f"artifacts = [{entry}]")
+    assert says in error(d, field)
+
+
+def test_artifacts_of_other_services_are_refused(tmp_path):
+    d = task_with(tmp_path, top='artifacts = [{ source = "/var/lib/db", service = "db" }]')
+    assert "agent's sandbox only" in refused(d, "artifacts[0].service")
 
 
 def test_verifier_collect_hooks_are_refused(tmp_path):

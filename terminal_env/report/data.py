@@ -152,6 +152,8 @@ class TrialFiles:
     verification_raw: dict[str, Any] | None = None
     log: str | None = None
     cast: Path | None = None
+    #: artifacts.json: what was copied out of the sandbox after the run (terminal_env.artifacts)
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -194,4 +196,13 @@ def read_trial(directory: Path) -> TrialFiles:
     cpath = directory / "recording.cast"
     if cpath.is_file():
         out.cast = cpath
+    apath = directory / "artifacts.json"
+    if apath.is_file():
+        try:
+            records = json.loads(apath.read_text())
+            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+                raise ValueError("not a list of records")
+            out.artifacts = records
+        except (OSError, ValueError) as exc:
+            out.problems.append(f"artifacts.json is unreadable: {exc}")
     return out

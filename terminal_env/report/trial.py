@@ -242,6 +242,18 @@ def trial_page(
     parts.append("<h2>Verifier</h2>")
     parts.append(_verifier(files.verifier, files.verification_raw, files.log))
 
+    if files.artifacts:
+        parts.append("<h2>Artifacts</h2>")
+        parts.append('<p class="muted">Copied out of the sandbox after the run, into '
+                     f'<code>trials/{esc(result.task)}/{result.attempt}/artifacts/</code> of the run directory.</p>')
+        rows = [[f"<code>{esc(a.get('source', ''))}</code>", f"<code>{esc(a.get('destination') or '.')}</code>",
+                 badge(str(a.get("status", "?")), "o-pass" if a.get("status") == "collected" else "o-fail"),
+                 esc(", ".join(str(f) for f in (a.get("files") or [])[:20])
+                     + (" ..." if len(a.get("files") or []) > 20 else "")),
+                 f'<span class="num">{esc(num(a.get("bytes", 0)))}</span>', esc(a.get("reason") or "")]
+                for a in files.artifacts]
+        parts.append(table(["Source", "Saved as", "", "Files", "Bytes", "Reason"], rows))
+
     parts.append("<h2>Terminal recording</h2>")
     script = ""
     if cast is not None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
 
+from ..artifacts import ArtifactSpec, check_destination
 from .schema import MIN_MEMORY_MB, HarborTaskToml, Problems, parse_size_mb
 
 #: the versions of Harbor's task schema read here (Harbor 0.26 writes 1.4)
@@ -194,6 +196,34 @@ def verifier_environment(problems: Problems, file: Path, config: HarborTaskToml,
     return found
 
 
+def artifacts(problems: Problems, file: Path, config: HarborTaskToml) -> list[ArtifactSpec]:
+    """``artifacts``: each path (saved under its base name) or ``{source, destination,
+    exclude}``, checked; collected from the agent's sandbox after the run
+    (:mod:`terminal_env.artifacts`)."""
+    out = []
+    for i, item in enumerate(config.artifacts):
+        field = f"artifacts[{i}]"
+        entry = item if not isinstance(item, str) else None
+        source = item if isinstance(item, str) else item.source
+        if not source.startswith("/"):
+            problems.error(file, f"{field}" + ("" if entry is None else ".source"),
+                           f"must be an absolute path in the sandbox, got {source!r}")
+            continue
+        if entry is not None and entry.service not in (None, "main"):
+            refuse(problems, file, f"{field}.service", f"{entry.service!r}: artifacts are collected "
+                   "from the agent's sandbox only, not from the task's other services")
+            continue
+        destination = (entry.destination if entry is not None and entry.destination
+                       else posixpath.basename(source.rstrip("/")) or "root")
+        why = check_destination(destination)
+        if why:
+            problems.error(file, f"{field}.destination", why)
+            continue
+        out.append(ArtifactSpec(source=source, destination=destination,
+                                exclude=tuple(entry.exclude) if entry is not None else ()))
+    return out
+
+
 def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
     """Fields of Harbor's schema whose behaviour this project does not implement yet: each an
     error naming the field and the reason."""
@@ -202,10 +232,6 @@ def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
         refuse(problems, file, "steps", "multi-step tasks ([[steps]], with min_reward and "
                 "multi_step_reward_strategy) do not run here yet; split the task into one task "
                 "per step")
-    if config.artifacts:
-        refuse(problems, file, "artifacts", "collecting artifacts into the trial directory "
-                "after the run; remove it (to hand files to a separate verifier, list them in "
-                "[metadata.terminal_env] artifacts)")
     if config.verifier.collect:
         refuse(problems, file, "verifier.collect", "collect hooks run before artifact "
                 "collection, which does not exist here yet; remove [[verifier.collect]]")

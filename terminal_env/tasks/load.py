@@ -262,6 +262,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
     if env_cfg is not None and (env_cfg.os or "linux").lower() != "linux":
         problems.error(f, "environment.os", f"only linux sandboxes run here, got {env_cfg.os!r}")
     harbor.unsupported(problems, f, config)
+    trial_artifacts = harbor.artifacts(problems, f, config)
     check_seconds(problems, f, "agent.timeout_sec", config.agent.timeout_sec)
     check_seconds(problems, f, "verifier.timeout_sec", config.verifier.timeout_sec)
     check_seconds(problems, f, "environment.build_timeout_sec",
@@ -325,6 +326,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         verifier_mode=verifier_mode,
         verifier_environment=verifier_environment,
         artifacts=list(dict.fromkeys(meta.artifacts)),
+        trial_artifacts=trial_artifacts,
         check_weights=dict(meta.check_weights),
         protected_paths=list(meta.protected_paths),
         solution_script=solve if solve.is_file() else None,

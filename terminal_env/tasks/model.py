@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..artifacts import ArtifactSpec
 from ..errors import ConfigError
 from ..task import TaskSpec
 from .schema import Problem
@@ -108,6 +109,9 @@ class Task(BaseModel):
     verifier_mode: Literal["same", "separate"] = "same"
     verifier_environment: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)
+    #: Harbor's ``artifacts``: copied out of the agent's sandbox into the trial's directory after
+    #: the run (the convention directory /logs/artifacts too, without being listed)
+    trial_artifacts: list[ArtifactSpec] = Field(default_factory=list)
     check_weights: dict[str, float] = Field(default_factory=dict)
     protected_paths: list[str] = Field(default_factory=list)
     # the oracle
