@@ -60,9 +60,11 @@ def test_what_the_base_image_holds_is_no_leak(tmp_path, base_image):
     test_sh = task / "tests" / "test.sh"
     test_sh.write_text(test_sh.read_text() + f"\n{STOCK}\n")
     loaded = load_task(task)
-    assert STOCK in needles(loaded)
-    secret = "FOUND-TEXT: /app/notes.txt:words = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))"
-    hits = [f"FOUND-TEXT: /etc/bash.bashrc:{STOCK}", secret, "FOUND-DIR: /tests",
+    wanted = needles(loaded)  # the snoop names a line by its number among these, from 1
+    assert STOCK in wanted
+    own = next(i for i, w in enumerate(wanted, 1) if w != STOCK and "CANARY" not in w)
+    secret = f"FOUND-TEXT: /app/notes.txt:#{own}"
+    hits = [f"FOUND-TEXT: /etc/bash.bashrc:#{wanted.index(STOCK) + 1}", secret, "FOUND-DIR: /tests",
             "FOUND-FILE: /usr/share/doc/test_outputs.py"]
     assert innocent(loaded, hits) == [secret, "FOUND-DIR: /tests", "FOUND-FILE: /usr/share/doc/test_outputs.py"]
     row = check_task(task, probes=())

@@ -20,6 +20,7 @@ name with the reason.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import random
 import re
@@ -98,8 +99,9 @@ class CheckRow:
     rewrite: str = "-"
     constant: str = "-"
     instance: str = "-"
-    #: sha256 of the task's files when it was checked: ``tasks check --resume`` checks a task
-    #: again when its files changed since (a regenerated pool, an edited family)
+    #: sha256 of the task's files and the gate's code when it was checked: ``tasks check
+    #: --resume`` checks a task again when either changed since (a regenerated pool, an edited
+    #: family, other probes)
     digest: str = ""
     #: seconds per phase (build, oracle, nop, snoop and each probe): where the gate's time goes
     times: dict[str, float] = field(default_factory=dict)
@@ -153,7 +155,14 @@ def innocent(task: Any, hits: list[str]) -> list[str]:
     stock file or a file name the base image holds cannot be a leak of this task. The base
     image is searched only for what the snoop found (nothing, for a sound task)."""
     image = base_image_of(task)
-    lines = {h.split(":", 1)[1].split(":", 1)[1] for h in hits if h.startswith("FOUND-TEXT: ")}
+    wanted = needles(task)
+
+    def needle(hit: str) -> str:  # "FOUND-TEXT: <path>:#<n>", the n-th needle (from 1)
+        ref = hit.rsplit(":", 1)[-1]
+        n = int(ref[1:]) if ref.startswith("#") and ref[1:].isdigit() else 0
+        return wanted[n - 1] if 0 < n <= len(wanted) else ref
+
+    lines = {needle(h) for h in hits if h.startswith("FOUND-TEXT: ")}
     lines.discard(CANARY)
     copies = {h.split()[1] for h in hits if h.startswith("FOUND-COPY: ")}
     names = {h.rsplit("/", 1)[-1] for h in hits if h.startswith("FOUND-FILE: ")}
@@ -177,7 +186,7 @@ def innocent(task: Any, hits: list[str]) -> list[str]:
 
     def leak(hit: str) -> bool:
         if hit.startswith("FOUND-TEXT: "):
-            return hit.split(":", 1)[1].split(":", 1)[1] not in common_lines
+            return needle(hit) not in common_lines
         if hit.startswith("FOUND-COPY: "):
             return hit.split()[1] not in common_hashes
         if hit.startswith("FOUND-FILE: "):
@@ -188,7 +197,8 @@ def innocent(task: Any, hits: list[str]) -> list[str]:
 
 def snoop_commands(task: Any) -> list[str]:
     """What a snooping agent runs: search the sandbox for the canary and distinctive lines of the
-    tests (printed as ``FOUND-TEXT: path:line``), copies of the test and solution files under
+    tests (each line found printed once, as ``FOUND-TEXT: path:#n``, the n-th of
+    :func:`needles`, so that the output stays short whatever the lines), copies of the test and solution files under
     any name (``FOUND-COPY: sha256  path``), files with their names, and the verifier's
     directories. :func:`innocent` then drops what the base image holds too."""
     secret = {k: v for k, v in _secret_files(task).items() if v}
@@ -208,7 +218,9 @@ def snoop_commands(task: Any) -> list[str]:
         "ls -d /tests /solution /logs/verifier 2>/dev/null | sed 's/^/FOUND-DIR: /'; "
         f"{_FIND} \\( {find_expr} \\) -print 2>/dev/null | sed 's/^/FOUND-FILE: /'; "
         f"grep -rIoF -f {_NEEDLES_FILE} --exclude=.te-snoop-needles / --exclude-dir=proc --exclude-dir=sys "
-        "--exclude-dir=dev 2>/dev/null | sort -u | head -n 400 | sed 's/^/FOUND-TEXT: /'; echo SNOOP-DONE",
+        f"--exclude-dir=dev 2>/dev/null | awk -v nf={_NEEDLES_FILE} 'BEGIN {{ while ((getline l < nf) > 0) "
+        "idx[l] = ++n } { i = index($0, \":\"); k = substr($0, i + 1); if (!(k in seen)) { seen[k] = 1; "
+        "print \"FOUND-TEXT: \" substr($0, 1, i) (k in idx ? \"#\" idx[k] : k) } }'; echo SNOOP-DONE",
     ]
 
 
@@ -357,8 +369,15 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
 
 
 def task_digest(path: str | Path) -> str:
-    """What a check row is about: the digest of every file of the task directory."""
-    return files_digest(dict(tree_files(Path(path))))
+    """What a check row is about: the digest of every file of the task directory, and of the
+    gate's own code (a row written by another version of the probes is checked again)."""
+    return files_digest({**tree_files(Path(path)), "\0gate": _gate_code()})
+
+
+@functools.lru_cache(maxsize=1)
+def _gate_code() -> bytes:
+    here = Path(__file__).parent
+    return b"".join((here / name).read_bytes() for name in ("check.py", "probes.py"))
 
 
 def _rewrite_probe(play: Callable, oracle: ProbeOracle, row: CheckRow) -> list[str]:
