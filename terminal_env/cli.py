@@ -25,7 +25,7 @@ from .rewards import reward_arg
 from .rsr.cli import add_rsr_parser
 from .runner.cli import add_run_parsers
 from .sandbox import engine, images
-from .sandbox.cleanup import gc
+from .sandbox.cleanup import gc, install_signal_handlers
 from .sandbox.runtimes import RUNSC_ARGS, runtime_of, statx_fix_library
 from .sandbox.stack import compose_command, firewall_problem
 from .sandbox.sweep import host_sweep_possible
@@ -258,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    install_signal_handlers()  # sandboxes started in worker threads are removed on SIGTERM too
     try:
         return func(args)
     except TerminalEnvError as exc:

@@ -215,6 +215,31 @@ def test_sigterm_removes_the_container(client, base_image):
     assert not _exists(client, name)
 
 
+def test_sigterm_removes_containers_started_in_worker_threads(client, base_image):
+    """A thread pool's sandboxes (tasks check, a runner): the handler is set from the main
+    thread first, as the CLI does; before, it was never set and SIGTERM left the containers."""
+    script = textwrap.dedent(
+        """
+        import threading, time
+        from terminal_env import Sandbox, SandboxConfig
+        from terminal_env.sandbox.cleanup import install_signal_handlers
+        install_signal_handlers()
+        def work():
+            sb = Sandbox(SandboxConfig(image="terminal-env/base:bookworm-1", task="orphan-thread")).start()
+            print(sb.name, flush=True)
+            time.sleep(120)
+        threading.Thread(target=work, daemon=True).start()
+        time.sleep(120)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    name = proc.stdout.readline().strip()
+    assert _exists(client, name)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == -signal.SIGTERM
+    assert not _exists(client, name)
+
+
 def test_gc_removes_containers_of_dead_owners_only(client, base_image, sandbox):
     proc = _child("os.kill(os.getpid(), 9)")  # SIGKILL: no handler can run
     name = proc.stdout.readline().strip()

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import docker
 import pytest
 
 from terminal_env.cli import main
@@ -115,6 +118,24 @@ def test_broken_dockerfile_and_failing_solution_are_named(tmp_path, base_image):
     rows = {r["task"]: r for r in json.loads(out.read_text())}
     assert set(rows) == {"elsewhere", "wrong-solution", "broken-build"}
     assert rows["wrong-solution"]["digest"] != first["digest"] and rows["elsewhere"] == elsewhere
+
+
+def test_a_check_stopped_by_sigterm_leaves_no_container(tmp_path, base_image):
+    """The checks run in worker threads: their sandboxes are removed on SIGTERM as well (the
+    gate over a big pool is stopped and resumed)."""
+    client = docker.from_env()
+    proc = subprocess.Popen([sys.executable, "-m", "terminal_env", "tasks", "check", str(GOOD)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = {"label": f"terminal-env.owner-pid={proc.pid}"}
+    try:
+        deadline = time.monotonic() + 300
+        while not client.containers.list(filters=mine) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert client.containers.list(filters=mine), "the check never started a sandbox"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+    assert client.containers.list(all=True, filters=mine) == []
 
 
 def test_resume_refuses_what_it_cannot_read(tmp_path, capsys):

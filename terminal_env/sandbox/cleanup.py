@@ -13,12 +13,14 @@ Three layers, because no single one covers every way a process ends:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InfraError
 from .engine import get_client
 
 if TYPE_CHECKING:
@@ -28,9 +30,15 @@ if TYPE_CHECKING:
 LABEL_PREFIX = "terminal-env"
 LABEL_MANAGED = f"{LABEL_PREFIX}.managed"
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the signal handler may run while its thread holds it
+_settled = threading.Condition(_lock)
+_creating = 0  # sandboxes between their engine "create" and register()
 _live: dict[int, "Sandbox"] = {}
 _installed = False
+_handlers = False
+#: set by the SIGTERM/SIGHUP handler: the process is going, and a sandbox that a worker thread
+#: creates meanwhile is removed at once instead of outliving it
+_closing = False
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -77,14 +85,37 @@ def owner_alive(labels: dict[str, str]) -> bool | None:
     return start is not None and start == labels.get("terminal-env.owner-start")
 
 
+@contextlib.contextmanager
+def creating() -> Any:
+    """Around a sandbox's creation in the engine up to its :func:`register`: the signal
+    handler waits for these before the process ends, so that none is created unseen."""
+    global _creating
+    with _lock:
+        if _closing:
+            raise InfraError("this process is stopping (a signal): no new sandbox is started")
+        _creating += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _creating -= 1
+            _settled.notify_all()
+
+
 def register(sandbox: "Sandbox") -> None:
     global _installed
     with _lock:
-        _live[id(sandbox)] = sandbox
-        if not _installed:
-            _installed = True
-            atexit.register(remove_all)
-            _install_signal_handlers()
+        closing = _closing
+        if not closing:
+            _live[id(sandbox)] = sandbox
+            if not _installed:
+                _installed = True
+                atexit.register(remove_all)
+    if closing:
+        with contextlib.suppress(Exception):  # the process is going: never let this one stay
+            sandbox.remove()
+        raise InfraError("this process is stopping (a signal): no new sandbox is started")
+    install_signal_handlers()
 
 
 def unregister(sandbox: "Sandbox") -> None:
@@ -108,12 +139,23 @@ def remove_all() -> None:
             pass
 
 
-def _install_signal_handlers() -> None:
-    if threading.current_thread() is not threading.main_thread():
+def install_signal_handlers() -> None:
+    """Remove this process's sandboxes on SIGTERM and SIGHUP. Signal handlers can only be set
+    from the main thread: a program whose sandboxes start in worker threads (a thread pool of
+    trials or checks) calls this from its main thread first (the CLI does); later calls, and
+    calls from other threads, do nothing."""
+    global _handlers
+    if _handlers or threading.current_thread() is not threading.main_thread():
         return
+    _handlers = True
 
     def handler(signum: int, frame: Any) -> None:
+        global _closing
+        with _lock:
+            _closing = True
         remove_all()
+        with _lock:  # creations under way register (and so remove themselves) first
+            _settled.wait_for(lambda: _creating == 0, timeout=30)
         # Re-raise the default behaviour so the exit status still says which signal ended us.
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)

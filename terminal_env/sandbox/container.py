@@ -249,6 +249,33 @@ class Sandbox:
         return self._runtime
 
     # ------------------------------------------------------------------ lifecycle
+    def _create(self, api: Any, host: dict[str, Any], create: dict[str, Any], runtime_hint: str) -> str:
+        """Create the container in the engine and register it (see :func:`cleanup.creating`)."""
+        cfg = self.config
+        try:
+            cid = api.create_container(host_config=api.create_host_config(**host), **create)["Id"]
+        except docker.errors.ImageNotFound:
+            self._stop_stack()
+            raise ImageNotFoundError(
+                f"image {cfg.image!r} is not in the local Docker engine and nothing is pulled. "
+                "Build it (`docker build -t ...`) or, for the project's base image, run "
+                "`terminal-env images bootstrap`."
+            ) from None
+        except docker.errors.APIError as exc:
+            self._stop_stack()
+            text = str(exc.explanation or exc)
+            if cfg.runtime and "runtime" in text.lower():
+                require_runtimes(self.client, [cfg.runtime])  # a ConfigError naming what to do
+            hint = f".{runtime_hint}" if runtime_hint and "runtime" in text.lower() else ""
+            raise SandboxError(
+                f"could not create a container from {cfg.image!r}: {text}{hint}"
+            ) from None
+        # A model without the inspect docker-py would do: reload() fills attrs when needed.
+        self.container = self.client.containers.prepare_model({"Id": cid, "Name": f"/{self.name}"})
+        # Registered before start: if start fails or we are killed now, cleanup still finds it.
+        cleanup.register(self)
+        return cid
+
     def start(self) -> "Sandbox":
         """Create and start the container: two engine calls, nothing else.
 
@@ -325,28 +352,8 @@ class Sandbox:
             create["networking_config"] = api.create_networking_config(
                 {first: api.create_endpoint_config(aliases=networks[first] or None)})
         t0 = time.perf_counter()
-        try:
-            cid = api.create_container(host_config=api.create_host_config(**host), **create)["Id"]
-        except docker.errors.ImageNotFound:
-            self._stop_stack()
-            raise ImageNotFoundError(
-                f"image {cfg.image!r} is not in the local Docker engine and nothing is pulled. "
-                "Build it (`docker build -t ...`) or, for the project's base image, run "
-                "`terminal-env images bootstrap`."
-            ) from None
-        except docker.errors.APIError as exc:
-            self._stop_stack()
-            text = str(exc.explanation or exc)
-            if cfg.runtime and "runtime" in text.lower():
-                require_runtimes(self.client, [cfg.runtime])  # a ConfigError naming what to do
-            hint = f".{runtime_hint}" if runtime_hint and "runtime" in text.lower() else ""
-            raise SandboxError(
-                f"could not create a container from {cfg.image!r}: {text}{hint}"
-            ) from None
-        # A model without the inspect docker-py would do: reload() fills attrs when needed.
-        self.container = self.client.containers.prepare_model({"Id": cid, "Name": f"/{self.name}"})
-        # Registered before start: if start fails or we are killed now, cleanup still finds it.
-        cleanup.register(self)
+        with cleanup.creating():  # a signal now waits for this container to be registered
+            cid = self._create(api, host, create, runtime_hint)
         for name, aliases in list(networks.items())[1:]:
             try:
                 api.connect_container_to_network(cid, name, aliases=aliases or None)
