@@ -142,3 +142,25 @@ def test_leaderboard_runs_pin_everything_and_record_where_they_ran(registry, tmp
     capsys.readouterr()
     assert main(base + ["--dataset", "mini@1.0", "--out", str(tmp_path / "board2")]) != 0
     assert "were changed since they were fetched (tasks/sum/instruction.md)" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_leaderboard_run_takes_a_task_with_the_internet_only_when_its_dataset_declares_it(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(SUM, repo / "tasks" / "online")
+    toml = repo / "tasks" / "online" / "task.toml"
+    toml.write_text(toml.read_text().replace('allow_internet = false', 'network_mode = "public"'))
+    assert load_task(repo / "tasks" / "online").allow_internet
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "release")
+    task = {"name": "online", "git_url": str(repo), "git_commit_id": git(repo, "rev-parse", "HEAD"),
+            "path": "tasks/online"}
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps([{"name": "net", "version": "1", "tasks": [task]},
+                                    {"name": "net", "version": "2", "tasks": [task], "allow_internet": True}]))
+    cache = tmp_path / "cache"
+    assert dataset_tasks("net@1", registry, cache=cache)  # an ordinary run takes it
+    with pytest.raises(ConfigError, match='asks for the internet .*"allow_internet": true'):
+        dataset_tasks("net@1", registry, cache=cache, pinned=True)
+    assert dataset_tasks("net@2", registry, cache=cache, pinned=True)
+

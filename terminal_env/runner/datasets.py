@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
-from ..tasks.load import is_task_dir
+from ..tasks.load import is_task_dir, load_task
 
 REGISTRY_ENV = "TERMINAL_ENV_REGISTRY"
 
@@ -48,6 +48,9 @@ class Dataset(BaseModel):
     version: str
     description: str = ""
     tasks: list[RegistryTask]
+    #: terminal-env's own key: the dataset's tasks may have the internet (network_mode =
+    #: "public"); a leaderboard run refuses such a task unless its dataset says so here
+    allow_internet: bool = False
 
 
 def default_registry() -> Path:
@@ -126,6 +129,11 @@ def dataset_tasks(ref: str, registry: str | Path | None = None, *, cache: Path |
         if not is_task_dir(path):
             raise ConfigError(f"{registry}: task {task.name!r} of {ref}: {path} is not a task directory "
                               "(no task.toml or task.yaml); fix its path")
+        if pinned and not dataset.allow_internet and load_task(path).allow_internet:
+            raise ConfigError(f"--leaderboard: task {task.name!r} of {ref} asks for the internet "
+                              "(network_mode = \"public\"), which makes its score depend on what the "
+                              f"network serves that day; a leaderboard run takes it only when the dataset "
+                              f"declares it (\"allow_internet\": true in {registry})")
         paths.append(path)
     return paths
 
