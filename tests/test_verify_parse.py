@@ -105,6 +105,9 @@ def test_invalid_reward_json(doc, says):
     r = parse({"reward.json": doc})
     assert r.outcome == Outcome.failed and r.progress == 0.0
     assert "reward.json" in r.message and says in r.message
+    if "score" not in doc:  # (a reward.json without "reward" beside reward.txt is valid)
+        r = parse({"reward.json": doc, "reward.txt": "1"})  # the file that failed is the source
+        assert r.outcome == Outcome.failed and r.source == "reward.json"
 
 
 @pytest.mark.parametrize("doc", [b'{"reward": 1' + b"0" * 400 + b"}",

@@ -120,16 +120,16 @@ def parse_results(
     metrics: dict[str, float] = {}
     try:
         if "reward.json" in files:
-            metrics = _guarded("reward.json", _read_metrics, files["reward.json"])
             reward_file = "reward.json"
+            metrics = _guarded("reward.json", _read_metrics, files["reward.json"])
         if "reward" not in metrics and "reward.txt" in files:
+            reward_file = "reward.txt"
             metrics["reward"] = _guarded("reward.txt", functools.partial(_read_reward, "reward.txt"),
                                          files["reward.txt"])
-            reward_file = "reward.txt"
         if "reward" in metrics:
             reward = _checked_reward(reward_file, metrics["reward"])
     except BadOutput as e:
-        return failed(str(e), source=reward_file or "reward.txt", checks=checks)
+        return failed(str(e), source=reward_file, checks=checks)
     if source == "none" and reward_file:
         source = reward_file
 
