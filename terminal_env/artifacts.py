@@ -61,7 +61,11 @@ def collect(sandbox: Any, specs: list[ArtifactSpec], dest: Path, *, max_bytes: i
     budget = {"bytes": MAX_BYTES if max_bytes is None else max_bytes,
               "files": MAX_FILES if max_files is None else max_files}
     for spec in [*specs, ArtifactSpec(source=CONVENTION_DIR, destination="")]:
-        record = _collect_one(sandbox, spec, dest, budget)
+        try:
+            record = _collect_one(sandbox, spec, dest, budget)
+        except Exception as exc:  # noqa: BLE001 - the engine went away mid-stream, a full disk
+            record = {"source": spec.source, "destination": spec.destination, "status": "missing",
+                      "files": [], "bytes": 0, "reason": f"{type(exc).__name__}: {exc}"}
         if spec.source == CONVENTION_DIR and spec.destination == "" and record["status"] == "missing":
             continue  # the convention directory is optional
         records.append(record)
