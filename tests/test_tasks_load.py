@@ -136,12 +136,14 @@ def test_our_verifier_mode_contradicting_harbors_is_an_error(tmp_path):
     find(problems_of(d), "task.toml", "metadata.terminal_env.verifier_mode")
 
 
-def test_artifact_tables_are_read_then_refused(tmp_path):
-    # Harbor's artifacts are copied out of the sandbox into the trial: not done here yet
+def test_artifact_tables_are_read(tmp_path):
+    # Harbor's artifacts: copied out of the sandbox into the trial (tests/test_artifacts.py)
     d = copy_task("harbor-new-schema", tmp_path)
     edit(d / "task.toml", 'schema_version = "1.3"\n',
          'schema_version = "1.3"\nartifacts = [{ source = "/app/count.txt" }, "/tmp/x"]\n')
-    assert "not supported yet" in find(problems_of(d), "task.toml", "artifacts").message
+    assert not [p for p in problems_of(d) if p.severity == "error"]
+    assert [(a.source, a.destination) for a in load_task(d).trial_artifacts] == [
+        ("/app/count.txt", "count.txt"), ("/tmp/x", "x")]
 
 
 # ---- Terminal-Bench 1.x ------------------------------------------------------------------------
