@@ -184,7 +184,7 @@ def test_snooping_finds_no_tests_solution_or_history(task, runtime):
             "echo \"path=$(grep -c '^PATH=' /tmp/procs) bash=$(grep -c '^bash ' /tmp/procs) "
             "secret=$(grep -ciE 'tests|solution|solve|verifier|word-stats' /tmp/procs)\""
         ),
-    ])
+    ], command_timeout=60.0)  # whole-disk searches: over 10 s under gVisor on a loaded machine
     (ls, _), (find, _), (git, _), (grep, _), (procs, _) = ep.steps
     assert ls.count("No such file or directory") == 6, ls
     assert find == "END\n", find
