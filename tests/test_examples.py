@@ -21,7 +21,10 @@ EXAMPLES = {
     "agent_loop.py": "submitted, outcome passed, reward 1.0",
     "harness_plugin.py": "with the 'run-done' harness: submitted, outcome passed, reward 1.0",
     "rsr_pipeline.py": '"kind": "rsr-rendered"',
+    "trl_grpo.py": "GRPO: 2 optimizer steps, 8 episodes verified",
 }
+#: example -> the optional package it needs (its test skips, saying how to install, without it)
+NEEDS = {"trl_grpo.py": ("trl", "pip install 'terminal-env[trl]'")}
 #: each finishes in well under a minute on 2 cores; the margin is for a first build of a task image
 TIMEOUT = 300
 
@@ -33,6 +36,8 @@ def test_every_example_is_tested():
 @pytest.mark.docker
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_example_runs(example, client, base_image):
+    if example in NEEDS:
+        pytest.importorskip(NEEDS[example][0], reason=f"{example} needs {NEEDS[example][1]}")
     # the checkout's terminal_env, as the tests use it (pytest's pythonpath is not inherited)
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}

@@ -1,0 +1,12 @@
+"""Adapters into the trainers researchers already use.
+
+Each adapter lives in its own module and imports its library only when used, so this package
+imports nothing beyond the environment:
+
+- :mod:`terminal_env.integrations.trl`: an environment class for TRL's
+  ``GRPOTrainer(environment_factory=...)`` and the dataset rows it reads (extra ``[trl]``).
+
+What they share is :mod:`terminal_env.integrations.episode`: one task, one sandbox, tool calls
+turned into the environment's actions, the protected verifier run once, and an infrastructure
+failure told apart from the agent's failure. See ``docs/rl-integration.md``.
+"""

@@ -1,0 +1,220 @@
+"""One task played through tool calls: what every trainer adapter shares.
+
+A trainer's environment object lives across many episodes (TRL keeps a pool of them and resets
+each for a new rollout); :class:`ToolEpisode` is the part that does the work, the same for every
+adapter:
+
+- :meth:`ToolEpisode.start` loads a task (a task directory, a bundled task's name or a loaded
+  task), starts its sandbox through :class:`~terminal_env.env.TerminalEnv` (a warm pool when one
+  is given) and returns the first observation;
+- :meth:`ToolEpisode.command` and :meth:`ToolEpisode.keys` are ``TerminalEnv.step`` with a typed
+  action: the same session, budgets and guards as every other way of playing a task;
+- :meth:`ToolEpisode.finish` submits once, runs the protected verifier once and returns the
+  reward, or ``None`` when the episode failed for a reason that is not the agent's (the engine
+  went away, the sandbox could not start, the verifier could not run): a trainer drops such a
+  sample instead of learning from a reward of 0.
+
+Every finished episode becomes an :class:`EpisodeRecord` (the actions in their plain-text form,
+the reward and the verdict), handed to ``on_episode`` when given, so that what a trainer was told
+can be checked against a replay of the same actions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..actions import Command, Keys, Submit, action_to_text
+from ..env import EnvConfig, TerminalEnv
+from ..errors import ConfigError, InfraError
+from ..prepare import prepare_task
+from ..rewards import get_reward
+from ..tasks import Task, load_task
+from ..tasks.load import is_task_dir
+from ..tasks.pool import pool_dir
+
+log = logging.getLogger(__name__)
+
+#: what an episode that ended tells the agent when it keeps calling tools
+OVER = "[terminal-env] the episode is over; no more commands run."
+
+
+@dataclass
+class EpisodeRecord:
+    """What happened in one episode, as a trainer was told it."""
+
+    task: str
+    path: str | None
+    #: every action in its plain-text form (``terminal_env.actions``), in order; the last one is
+    #: ``#!submit`` when the agent's episode ended by :meth:`ToolEpisode.finish`
+    actions: list[str] = field(default_factory=list)
+    #: what the trainer got: the reward, or None when the sample is to be dropped
+    reward: float | None = None
+    #: the verifier's outcome (passed, partial, failed, error, ...), None when it never ran
+    outcome: str | None = None
+    #: the failure was not the agent's (engine, sandbox start, verifier infrastructure)
+    masked: bool = False
+    #: why the episode was masked, in words
+    error: str | None = None
+    #: the protected verifier's result (a VerifierResult), when it ran
+    verification: Any = None
+
+
+def resolve_task(task: Any) -> Any:
+    """A task directory, a bundled task's name or a loaded task, as something ``prepare_task``
+    takes; a path that is not a task is refused with what to pass instead."""
+    if isinstance(task, Task) or not isinstance(task, (str, Path)):
+        return task
+    path = Path(task)
+    if not path.exists() and isinstance(task, str) and (pool_dir() / task).is_dir():
+        path = pool_dir() / task  # a bundled task by name
+    if not path.is_dir() or not is_task_dir(path):
+        raise ConfigError(
+            f"task {str(task)!r} is not a task directory (one with task.toml and instruction.md, or a "
+            "Terminal-Bench task.yaml) nor a bundled task's name; pass a task directory, or build the "
+            "rows with terminal_env.integrations.trl.task_rows(...)"
+        )
+    return load_task(path)
+
+
+class ToolEpisode:
+    """One task at a time, played through tool calls. Reusable: :meth:`start` ends the last
+    episode (without verifying it: an episode nobody finished has no reward) and begins the next.
+
+    ``reward`` names the reward function (``binary``, ``partial_progress``,
+    ``strict_success_first``, ``metric:NAME``, ...; see :mod:`terminal_env.rewards`) or is one.
+    ``config`` holds the episode's budgets (:class:`~terminal_env.env.EnvConfig`), ``pool`` a
+    shared :class:`~terminal_env.scale.warm.WarmPool`."""
+
+    def __init__(self, *, reward: str | Callable[[Any], float] = "binary",
+                 config: EnvConfig | dict[str, Any] | None = None, pool: Any = None, client: Any = None,
+                 build_options: dict[str, Any] | None = None,
+                 on_episode: Callable[[EpisodeRecord], Any] | None = None):
+        self.reward_fn = get_reward(reward) if isinstance(reward, str) else reward
+        self._config = config
+        self._pool = pool
+        self._client = client
+        self._build_options = build_options
+        self.on_episode = on_episode
+        self.env: TerminalEnv | None = None
+        self.record: EpisodeRecord | None = None
+        self._over = True
+        self._prepared: dict[str, Any] = {}  # task directory -> PreparedTask (built once)
+
+    # ------------------------------------------------------------------ the episode
+    def start(self, task: Any) -> str:
+        """Begin an episode of ``task`` and return the first observation (the instruction and the
+        shell's working directory). A task that is not a task raises :class:`ConfigError`; an
+        infrastructure failure is kept: the tools then say so and :meth:`finish` returns None."""
+        self.end()
+        loaded = resolve_task(task)
+        name = getattr(loaded, "name", None) or str(task)
+        path = str(loaded.path) if isinstance(loaded, Task) else None
+        self.record = EpisodeRecord(task=name, path=path)
+        self._over = False
+        try:
+            prepared = self._prepare(loaded, path)
+            if self.env is None:
+                self.env = TerminalEnv(prepared, config=self._config, reward=self.reward_fn, pool=self._pool,
+                                       client=self._client)
+                obs, _ = self.env.reset()
+            else:
+                obs, _ = self.env.reset(options={"task": prepared})
+        except InfraError as exc:
+            return self._mask(f"the sandbox could not start: {exc}")
+        return obs
+
+    def command(self, command: str, timeout: float | None = None) -> str:
+        """Run a shell command in the episode's terminal and return what it printed."""
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError(f"command must be a non-empty string, got {command!r}")
+        return self._step(Command(command=command, timeout=timeout))
+
+    def keys(self, keys: list[str]) -> str:
+        """Send keystrokes (key names such as C-c, Enter, Up, or literal text) and return the
+        screen's new output."""
+        if isinstance(keys, str):
+            keys = [keys]
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+            raise ConfigError(f"keys must be a non-empty list of key names or text, got {keys!r}")
+        return self._step(Keys(keys=keys))
+
+    def finish(self) -> float | None:
+        """Submit (once), run the protected verifier and return the reward; None when the sample
+        is to be dropped (masked). Calling it again returns the same value."""
+        record = self._require_record()
+        if not self._over:
+            self._step(Submit())
+        return record.reward
+
+    def end(self) -> None:
+        """Give back the sandbox of an unfinished episode (no verification, no record)."""
+        self._over = True
+        if self.env is not None:
+            self.env.close()  # the sandbox goes; the environment can be reset again
+
+    def close(self) -> None:
+        """End the episode and release everything (the sandbox; a shared pool stays open)."""
+        self._over = True
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+    # ------------------------------------------------------------------ helpers
+    def _prepare(self, loaded: Any, path: str | None) -> Any:
+        if path is None:
+            return prepare_task(loaded, build=self._build_options, client=self._client)
+        if path not in self._prepared:
+            self._prepared[path] = prepare_task(loaded, build=self._build_options, client=self._client)
+        return self._prepared[path]
+
+    def _require_record(self) -> EpisodeRecord:
+        if self.record is None:
+            raise ConfigError("no episode has started: reset the environment with a task first")
+        return self.record
+
+    def _step(self, action: Command | Keys | Submit) -> str:
+        record = self._require_record()
+        if self._over:
+            return OVER if not record.masked else f"[terminal-env] {record.error}"
+        assert self.env is not None
+        record.actions.append(action_to_text(action))
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except InfraError as exc:
+            return self._mask(f"the sandbox failed during the episode: {exc}")
+        if terminated or truncated:
+            self._over = True
+            verification = info.get("verification")
+            record.verification = verification
+            record.outcome = getattr(verification, "outcome", None)
+            if info.get("masked"):
+                record.masked = True
+                record.error = f"the verifier could not run: {getattr(verification, 'message', '')}".rstrip(": ")
+                record.reward = None
+            else:
+                record.reward = float(reward)
+            self.env.close()  # verified: the sandbox goes now, not at the next reset
+            self._emit()
+        return obs
+
+    def _mask(self, why: str) -> str:
+        """An infrastructure failure: the sample is dropped, the sandbox given back."""
+        log.warning("episode of %s masked: %s", self.record.task if self.record else "?", why)
+        record = self._require_record()
+        record.masked, record.error, record.reward = True, why, None
+        self._over = True
+        if self.env is not None:
+            try:
+                self.env.close()
+            except InfraError as exc:
+                log.warning("%s", exc)
+        self._emit()
+        return f"[terminal-env] {why}"
+
+    def _emit(self) -> None:
+        if self.on_episode is not None and self.record is not None:
+            self.on_episode(self.record)
