@@ -287,15 +287,26 @@ def _turn(ep: _Episode, harness: Harness, backend: ModelBackend, params: Samplin
     traj.messages.append(completion.assistant_message())
     turn.message_index = len(traj.messages) - 1
     t0 = time.monotonic()
+    results, messages, turn.format_error = apply_completion(harness, completion, ep.step, lambda: ep.done)
+    turn.actions = results
+    turn.env_seconds = time.monotonic() - t0
+    traj.messages.extend(messages)
+
+
+def apply_completion(harness: Harness, completion: Completion, step: Callable[[Any], CommandRecord],
+                     done: Callable[[], bool]) -> tuple[list[ActionResult], list[dict[str, Any]], str | None]:
+    """What one model reply does, in ``harness``'s terms: parse it, compile each action to generic
+    actions and run them through ``step`` (until ``done()``), and the messages that report back.
+    Returns (the results, the messages, the format error's feedback or None). The agent loop and
+    every trainer adapter that takes the model's text (``terminal_env.integrations``) go through
+    here, so a reply means the same everywhere."""
     try:
         actions = harness.parse(completion)
     except FormatError as err:
-        turn.format_error = err.feedback
-        traj.messages.extend(harness.error_messages(err, completion))
-        return
+        return [], list(harness.error_messages(err, completion)), err.feedback
     results: list[ActionResult] = []
     for action in actions:
-        if ep.done:
+        if done():
             break
         try:
             generic = harness.compile(action)
@@ -304,10 +315,8 @@ def _turn(ep: _Episode, harness: Harness, backend: ModelBackend, params: Samplin
             continue
         records = []
         for g in generic:
-            records.append(ep.step(g))
-            if ep.done:
+            records.append(step(g))
+            if done():
                 break
         results.append(ActionResult(action=action, commands=records, observation=harness.observe(action, records)))
-    turn.actions = results
-    turn.env_seconds = time.monotonic() - t0
-    traj.messages.extend(harness.result_messages(results, completion))
+    return results, list(harness.result_messages(results, completion)), None

@@ -22,9 +22,11 @@ EXAMPLES = {
     "harness_plugin.py": "with the 'run-done' harness: submitted, outcome passed, reward 1.0",
     "rsr_pipeline.py": '"kind": "rsr-rendered"',
     "trl_grpo.py": "GRPO: 2 optimizer steps, 8 episodes verified",
+    "skyrl_episode.py": "done: reward 1.0, outcome passed",
 }
 #: example -> the optional package it needs (its test skips, saying how to install, without it)
-NEEDS = {"trl_grpo.py": ("trl", "pip install 'terminal-env[trl]'")}
+NEEDS = {"trl_grpo.py": ("trl", "pip install 'terminal-env[trl]'"),
+         "skyrl_episode.py": ("skyrl_gym", "pip install 'terminal-env[skyrl]'")}
 #: each finishes in well under a minute on 2 cores; the margin is for a first build of a task image
 TIMEOUT = 300
 

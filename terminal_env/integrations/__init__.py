@@ -4,7 +4,9 @@ Each adapter lives in its own module and imports its library only when used, so 
 imports nothing beyond the environment:
 
 - :mod:`terminal_env.integrations.trl`: an environment class for TRL's
-  ``GRPOTrainer(environment_factory=...)`` and the dataset rows it reads (extra ``[trl]``).
+  ``GRPOTrainer(environment_factory=...)`` and the dataset rows it reads (extra ``[trl]``);
+- :mod:`terminal_env.integrations.skyrl`: a SkyRL-Gym ``BaseTextEnv`` over one task per episode,
+  registered as ``terminal-env`` (extra ``[skyrl]``).
 
 What they share is :mod:`terminal_env.integrations.episode`: one task, one sandbox, tool calls
 turned into the environment's actions, the protected verifier run once, and an infrastructure

@@ -32,6 +32,7 @@ from ..env import EnvConfig, TerminalEnv
 from ..errors import ConfigError, InfraError
 from ..prepare import prepare_task
 from ..rewards import get_reward
+from ..runner.config import resolve_tasks
 from ..tasks import Task, load_task
 from ..tasks.load import is_task_dir
 from ..tasks.pool import pool_dir
@@ -78,6 +79,14 @@ def resolve_task(task: Any) -> Any:
             "rows with terminal_env.integrations.trl.task_rows(...)"
         )
     return load_task(path)
+
+
+def load_tasks(tasks: str | Path | list[str | Path], *, allow_test: bool = False) -> list[Task]:
+    """The tasks ``tasks`` names, as ``terminal-env run --tasks`` takes them: task directories,
+    folders of tasks, bundled task names, ``pool[:SPLITS]`` or ``pool:generated[:SPLITS]``. The
+    protected test split needs ``allow_test=True`` (never train or select checkpoints on it)."""
+    specs = [tasks] if isinstance(tasks, (str, Path)) else list(tasks)
+    return resolve_tasks([str(s) for s in specs], allow_test=allow_test)
 
 
 class ToolEpisode:
@@ -131,7 +140,7 @@ class ToolEpisode:
         """Run a shell command in the episode's terminal and return what it printed."""
         if not isinstance(command, str) or not command.strip():
             raise ConfigError(f"command must be a non-empty string, got {command!r}")
-        return self._step(Command(command=command, timeout=timeout))
+        return self.act(Command(command=command, timeout=timeout))
 
     def keys(self, keys: list[str]) -> str:
         """Send keystrokes (key names such as C-c, Enter, Up, or literal text) and return the
@@ -140,14 +149,14 @@ class ToolEpisode:
             keys = [keys]
         if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
             raise ConfigError(f"keys must be a non-empty list of key names or text, got {keys!r}")
-        return self._step(Keys(keys=keys))
+        return self.act(Keys(keys=keys))
 
     def finish(self) -> float | None:
         """Submit (once), run the protected verifier and return the reward; None when the sample
         is to be dropped (masked). Calling it again returns the same value."""
         record = self._require_record()
         if not self._over:
-            self._step(Submit())
+            self.act(Submit())
         return record.reward
 
     def end(self) -> None:
@@ -176,7 +185,14 @@ class ToolEpisode:
             raise ConfigError("no episode has started: reset the environment with a task first")
         return self.record
 
-    def _step(self, action: Command | Keys | Submit) -> str:
+    @property
+    def over(self) -> bool:
+        """The episode ended (verified, masked or never started)."""
+        return self._over
+
+    def act(self, action: Command | Keys | Submit) -> str:
+        """One typed action through the environment; the observation. After the end, the reason
+        the episode is over (nothing runs)."""
         record = self._require_record()
         if self._over:
             return OVER if not record.masked else f"[terminal-env] {record.error}"
@@ -190,7 +206,8 @@ class ToolEpisode:
             self._over = True
             verification = info.get("verification")
             record.verification = verification
-            record.outcome = getattr(verification, "outcome", None)
+            outcome = getattr(verification, "outcome", None)
+            record.outcome = None if outcome is None else str(getattr(outcome, "value", outcome))
             if info.get("masked"):
                 record.masked = True
                 record.error = f"the verifier could not run: {getattr(verification, 'message', '')}".rstrip(": ")

@@ -29,8 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
-from ..runner.config import resolve_tasks
-from .episode import EpisodeRecord, ToolEpisode
+from .episode import EpisodeRecord, ToolEpisode, load_tasks
 
 #: appended to the instruction by reset(): where the shell is and how the episode ends
 HOW = ("Use the bash tool to run shell commands in the task's terminal (the keys tool sends keystrokes "
@@ -129,11 +128,10 @@ def task_rows(tasks: str | list[str], *, allow_test: bool = False) -> list[dict[
     ``split``. ``tasks`` is what ``terminal-env run --tasks`` takes: task directories, folders of
     tasks, bundled task names, ``pool[:SPLITS]`` or ``pool:generated[:SPLITS]``. The protected
     test split needs ``allow_test=True`` (never train or select checkpoints on it)."""
-    specs = [tasks] if isinstance(tasks, str) else list(tasks)
     return [
         {"prompt": [{"role": "user", "content": t.instruction.rstrip()}], "task": str(t.path),
          "name": t.name, "split": t.split or ""}
-        for t in resolve_tasks(specs, allow_test=allow_test)
+        for t in load_tasks(tasks, allow_test=allow_test)
     ]
 
 
