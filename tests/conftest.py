@@ -26,8 +26,10 @@ def base_image(client):
     return BASE
 
 
-#: the OCI runtimes the sandbox and verifier suites run under (where the engine has them)
-RUNTIMES = ["runc", "runsc"]
+#: the OCI runtimes the attack and verifier suites run under (where the engine has them). Under
+#: gVisor they are the exhaustive run (``pytest -m slow -k runsc``, about 5 minutes): the default
+#: run keeps gVisor's own behaviours (test_runtimes.py) and one quality gate under it (test_pool.py)
+RUNTIMES = ["runc", pytest.param("runsc", marks=pytest.mark.slow)]
 
 
 def skip_unless_runtime(client, name: str) -> str:

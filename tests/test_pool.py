@@ -67,8 +67,8 @@ def one_per_category(paths, n: int) -> list:
 
 
 #: of the eight, the ones the default run gates under gVisor (the quickest two, ~35 s each);
-#: ``pytest -m slow`` gates the other six (~6 min)
-IN_DEFAULT_RUN = ("ia-access-review", "sec-cron-job-hijack")
+#: ``pytest -m slow`` gates the other seven (~6 min)
+IN_DEFAULT_RUN = ("ia-access-review",)
 
 
 @pytest.mark.docker
