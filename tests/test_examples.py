@@ -23,10 +23,12 @@ EXAMPLES = {
     "rsr_pipeline.py": '"kind": "rsr-rendered"',
     "trl_grpo.py": "GRPO: 2 optimizer steps, 8 episodes verified",
     "skyrl_episode.py": "done: reward 1.0, outcome passed",
+    "openenv_client.py": "done: True, reward 1.0, outcome passed",
 }
 #: example -> the optional package it needs (its test skips, saying how to install, without it)
 NEEDS = {"trl_grpo.py": ("trl", "pip install 'terminal-env[trl]'"),
-         "skyrl_episode.py": ("skyrl_gym", "pip install 'terminal-env[skyrl]'")}
+         "skyrl_episode.py": ("skyrl_gym", "pip install 'terminal-env[skyrl]'"),
+         "openenv_client.py": ("openenv", "pip install 'terminal-env[openenv]'")}
 #: each finishes in well under a minute on 2 cores; the margin is for a first build of a task image
 TIMEOUT = 300
 

@@ -6,7 +6,9 @@ imports nothing beyond the environment:
 - :mod:`terminal_env.integrations.trl`: an environment class for TRL's
   ``GRPOTrainer(environment_factory=...)`` and the dataset rows it reads (extra ``[trl]``);
 - :mod:`terminal_env.integrations.skyrl`: a SkyRL-Gym ``BaseTextEnv`` over one task per episode,
-  registered as ``terminal-env`` (extra ``[skyrl]``).
+  registered as ``terminal-env`` (extra ``[skyrl]``);
+- :mod:`terminal_env.integrations.openenv`: tasks served over OpenEnv's protocol, and its client
+  (extra ``[openenv]``).
 
 What they share is :mod:`terminal_env.integrations.episode`: one task, one sandbox, tool calls
 turned into the environment's actions, the protected verifier run once, and an infrastructure

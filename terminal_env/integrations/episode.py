@@ -110,6 +110,8 @@ class ToolEpisode:
         self.on_episode = on_episode
         self.env: TerminalEnv | None = None
         self.record: EpisodeRecord | None = None
+        #: the exit code of the last command (None for keystrokes, a timeout, or no command yet)
+        self.last_exit_code: int | None = None
         self._over = True
         self._prepared: dict[str, Any] = {}  # task directory -> PreparedTask (built once)
 
@@ -202,6 +204,7 @@ class ToolEpisode:
             obs, reward, terminated, truncated, info = self.env.step(action)
         except InfraError as exc:
             return self._mask(f"the sandbox failed during the episode: {exc}")
+        self.last_exit_code = info.get("exit_code")
         if terminated or truncated:
             self._over = True
             verification = info.get("verification")
