@@ -1,0 +1,106 @@
+"""The OpenAI-compatible gateway (terminal_env.integrations.gateway): a real HTTP server on
+loopback, asked by the openai client; every call recorded with the tokens the model saw and made,
+and the recorded log-probs reproduced by re-scoring the recorded tokens."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+openai = pytest.importorskip("openai")
+
+from tiny_lm import make_model, make_tokenizer, rescore  # noqa: E402
+
+from terminal_env.integrations.gateway import Gateway  # noqa: E402
+from terminal_env.models.hf_backend import TransformersBackend  # noqa: E402
+from terminal_env.models.simple import ScriptedBackend  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    tok = make_tokenizer()
+    return make_model(tok, context=1024), tok
+
+
+def _post(url: str, body: object) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(url + "/chat/completions", data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_every_call_is_recorded_token_exact(tiny, tmp_path):
+    model, tok = tiny
+    backend = TransformersBackend(model, tok, name="tiny")
+    with Gateway(backend, record=tmp_path / "calls.jsonl") as gw:
+        assert gw.url.startswith("http://127.0.0.1:")
+        client = openai.OpenAI(base_url=gw.url, api_key="unused")
+        assert [m.id for m in client.models.list()] == ["tiny"]
+        messages = [{"role": "system", "content": "You run shell commands."},
+                    {"role": "user", "content": "list the files"}]
+        got = []
+        for temperature, seed in ((1.0, 1), (0.7, 2)):
+            reply = client.chat.completions.create(model="tiny", messages=messages, temperature=temperature,
+                                                   max_tokens=24, seed=seed)
+            got.append(reply.choices[0].message.content)
+            messages = [*messages, {"role": "assistant", "content": got[-1]},
+                        {"role": "user", "content": "and now the hidden ones"}]
+    calls = gw.calls
+    assert len(calls) == 2 and all(c.exact for c in calls)
+    assert [c.index for c in calls] == [0, 1]
+    on_disk = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [c["completion_token_ids"] for c in on_disk] == [c.completion_token_ids for c in calls]
+    for call, text, temperature in zip(calls, got, (1.0, 0.7)):
+        # what the agent received is what the recorded ids decode to
+        assert call.text == text == tok.decode(call.completion_token_ids, skip_special_tokens=True)
+        # the prompt ids are the tokens of the messages the agent sent, through the chat template
+        # (thinking off, the sampling default)
+        assert call.prompt_token_ids == tok.apply_chat_template(
+            call.messages, add_generation_prompt=True, tokenize=True, return_dict=False, enable_thinking=False)
+        # re-scoring the recorded tokens reproduces the recorded sampling log-probs
+        ids = call.prompt_token_ids + call.completion_token_ids
+        again = rescore(model, ids, temperature=temperature)[len(call.prompt_token_ids) - 1:]
+        assert torch.allclose(again, torch.tensor(call.sampling_logprobs), atol=1e-4)
+        assert call.params["temperature"] == temperature
+    # the agent re-sent its conversation as text: whether the model saw the tokens it sampled is stated
+    assert calls[0].extends_previous is None and isinstance(calls[1].extends_previous, bool)
+
+
+def test_bad_requests_are_named_and_nothing_is_recorded(tiny):
+    model, tok = tiny
+    with Gateway(TransformersBackend(model, tok, name="tiny")) as gw:
+        msgs = [{"role": "user", "content": "hi"}]
+        for body, words in [
+            ({"model": "tiny", "messages": msgs, "stream": True}, "stream=true is not supported"),
+            ({"model": "tiny", "messages": msgs, "n": 2}, "one choice per request"),
+            ({"model": "tiny", "messages": []}, "non-empty list"),
+            ({"model": "tiny", "messages": msgs, "temperature": -1}, "temperature"),
+            ({"model": "tiny", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "only text"),
+            (b"{not json", "not JSON"),
+        ]:
+            status, payload = _post(gw.url, body)
+            assert status == 400 and words in payload["error"]["message"], (body, payload)
+        status, payload = _post(gw.url, {"model": "tiny", "messages": [{"role": "user", "content": "x" * 5000}],
+                                          "max_tokens": 4})
+        assert status == 400 and payload["error"]["type"] == "context_length_exceeded"
+        assert gw.calls == []
+
+
+def test_a_backend_without_token_ids_is_labelled_or_refused():
+    script = ScriptedBackend(["```bash\nls\n```"] * 2)
+    with Gateway(script) as gw:
+        status, payload = _post(gw.url, {"model": "x", "messages": [{"role": "user", "content": "go"}]})
+        assert status == 200 and payload["choices"][0]["message"]["content"] == "```bash\nls\n```"
+        assert gw.calls[0].exact is False and "prompt's token ids" in gw.calls[0].not_exact
+    with Gateway(script, require_tokens=True) as gw:
+        status, payload = _post(gw.url, {"model": "x", "messages": [{"role": "user", "content": "go"}]})
+        assert status == 502 and "requires exact tokens" in payload["error"]["message"]
+        assert gw.calls == []
