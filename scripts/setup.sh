@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # From a fresh Debian machine to ready, idempotently and quickly when already done:
 #   1. a virtual environment in .venv with terminal-env installed (editable) with its test, hf,
-#      train, lora, ray, trl, skyrl and openenv extras (torch pinned to a CPU build first);
+#      train, lora, ray, trl, skyrl, openenv and miniswe extras (torch pinned to a CPU build first);
 #      it sees the system's site-packages, so what the machine already has is not downloaded again;
 #   2. the Docker engine, installed and started when absent, and gVisor's runsc installed and
 #      registered where the Debian mirror has it (scripts/install-engine.sh);
@@ -34,7 +34,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; th
         say "installing torch==${TORCH_VERSION:-2.13.0} (CPU)"
         .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==${TORCH_VERSION:-2.13.0}"
     fi
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,hf,train,lora,ray,trl,skyrl,openenv]"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,hf,train,lora,ray,trl,skyrl,openenv,miniswe]"
     echo "$want" > "$STAMP"
 fi
 

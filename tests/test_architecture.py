@@ -114,7 +114,7 @@ def test_the_sandbox_layer_imports_nothing_above_it():
 #: the optional extras: the only imports a module may make inside a function (so that the core
 #: installs and imports without them), each with a comment naming its extra; and vLLM, which no
 #: extra installs (the trainer's nccl weight transport uses the user's own)
-OPTIONAL = ("openai", "torch", "transformers", "ray", "peft", "datasets", "trl", "omegaconf", "skyrl_gym", "openenv", "uvicorn", "terminal_env.models.openai_backend",
+OPTIONAL = ("openai", "torch", "transformers", "ray", "peft", "datasets", "trl", "omegaconf", "skyrl_gym", "openenv", "uvicorn", "minisweagent", "terminal_env.models.openai_backend",
             "terminal_env.models.hf_backend", "terminal_env.train", "vllm")
 
 
