@@ -231,6 +231,12 @@ class TerminalEnv(gym.Env[str, str]):
                 f"{self.config.max_action_chars}"
             )
         act = parse_action(action)
+        if not isinstance(action, str) and isinstance(act, Command) and len(act.command) > self.config.max_action_chars:
+            # a typed command is held to the same limit as its text form
+            raise ConfigError(
+                f"action of {len(act.command)} characters exceeds max_action_chars="
+                f"{self.config.max_action_chars}"
+            )
         self._steps += 1
         remaining = self._time_left()
         terminated = truncated = False

@@ -112,6 +112,15 @@ def test_bad_input_raises_config_errors(env, base_image):
     env.reset()
     with pytest.raises(ConfigError, match="must be a str"):
         env.step(3.5)
+    # the action limit holds for a typed command as for its text form
+    short = TerminalEnv(max_action_chars=10)
+    try:
+        short.reset()
+        for action in ("echo " + "x" * 10, Command(command="echo " + "x" * 10), {"kind": "command", "command": "echo " + "x" * 10}):
+            with pytest.raises(ConfigError, match="exceeds max_action_chars=10"):
+                short.step(action)
+    finally:
+        short.close()
 
 
 def test_failing_setup_names_the_task_and_leaves_nothing(client, base_image):

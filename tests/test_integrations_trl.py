@@ -169,3 +169,14 @@ def torch_equal(a, b) -> bool:
     import torch
 
     return torch.equal(a, b)
+
+
+def test_an_action_the_environment_refuses_is_told_and_not_recorded(toy_tasks):
+    records = []
+    with TerminalToolEnv(config={"max_action_chars": 20}, on_episode=records.append) as env:
+        env.reset(task=str(toy_tasks[0]))
+        out = env.bash("echo " + "x" * 40)
+        assert out.startswith("[terminal-env] action refused") and "max_action_chars=20" in out
+        assert "ok" in env.bash("echo ok")
+        env.get_reward()
+    assert records[-1].actions == ["echo ok", "#!submit"]

@@ -199,11 +199,14 @@ class ToolEpisode:
         if self._over:
             return OVER if not record.masked else f"[terminal-env] {record.error}"
         assert self.env is not None
-        record.actions.append(action_to_text(action))
         try:
             obs, reward, terminated, truncated, info = self.env.step(action)
+        except ConfigError as exc:  # refused before it ran (too long, ...): the agent is told, as in the agent loop
+            return f"[terminal-env] action refused: {exc}"
         except InfraError as exc:
+            record.actions.append(action_to_text(action))
             return self._mask(f"the sandbox failed during the episode: {exc}")
+        record.actions.append(action_to_text(action))
         self.last_exit_code = info.get("exit_code")
         if terminated or truncated:
             self._over = True
