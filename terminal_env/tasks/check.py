@@ -150,12 +150,15 @@ _GREP = ("grep -rIhoF -f {file} --exclude=.te-snoop-needles / --exclude-dir=proc
          "--exclude-dir=dev 2>/dev/null | sort -u")
 
 
-def innocent(task: Any, hits: list[str]) -> list[str]:
+def innocent(task: Any, hits: list[str], wanted: list[str] | None = None) -> list[str]:
     """The snoop's hits less those already in the pristine base image: a common code line, a
     stock file or a file name the base image holds cannot be a leak of this task. The base
-    image is searched only for what the snoop found (nothing, for a sound task)."""
+    image is searched only for what the snoop found (nothing, for a sound task). ``wanted``:
+    the task's :func:`needles`, when the caller has them (they are read again otherwise)."""
+    if not hits:
+        return hits
     image = base_image_of(task)
-    wanted = needles(task)
+    wanted = needles(task) if wanted is None else wanted
 
     def needle(hit: str) -> str:  # "FOUND-TEXT: <path>:#<n>", the n-th needle (from 1)
         ref = hit.rsplit(":", 1)[-1]
@@ -195,7 +198,7 @@ def innocent(task: Any, hits: list[str]) -> list[str]:
     return [h for h in hits if leak(h)]
 
 
-def snoop_commands(task: Any) -> list[str]:
+def snoop_commands(task: Any, wanted: list[str] | None = None) -> list[str]:
     """What a snooping agent runs: search the sandbox for the canary and distinctive lines of the
     tests (each line found printed once, as ``FOUND-TEXT: path:#n``, the n-th of
     :func:`needles`, so that the output stays short whatever the lines), copies of the test and solution files under
@@ -204,7 +207,7 @@ def snoop_commands(task: Any) -> list[str]:
     secret = {k: v for k, v in _secret_files(task).items() if v}
     names = sorted({Path(n).name for n in secret} | {"solve.sh", "test_outputs.py"})
     find_expr = " -o ".join(f"-name {_shq(n)}" for n in names)
-    lines = "\n".join(needles(task))
+    lines = "\n".join(needles(task) if wanted is None else wanted)
     # Whole-file copies under any name: candidates by exact size, confirmed by sha256. A copy of
     # a test or solution file anywhere in the task's image is a leak, even when it came from the
     # build context: tests that need a file's content keep its hash, not a copy.
@@ -339,10 +342,11 @@ def check_task(path: str | Path, *, log: Callable[[str], None] = lambda m: None,
         def snooped(action: Any, observation: str, info: dict[str, Any]) -> None:
             hits.extend(re.findall(r"^FOUND-[A-Z]+: .*$", observation, flags=re.M))
 
-        snoop = ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in snoop_commands(task)])
+        wanted = needles(task)  # read once: the snoop searches for them, innocent() names its hits by them
+        snoop = ScriptedBackend.of_actions([Command(command=c, timeout=120) for c in snoop_commands(task, wanted)])
         reward, res, _ = play(snoop, snooped)
         lap("snoop")
-        row.snoop_hits = hits = innocent(task, hits)
+        row.snoop_hits = hits = innocent(task, hits, wanted)
         row.snoop = f"{len(hits)} found, {res.outcome.value}"
         if hits:
             problems.append("snoop found: " + "; ".join(hits[:5]))
