@@ -30,7 +30,7 @@ from minisweagent.agents.default import DefaultAgent  # noqa: E402
 from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel  # noqa: E402
 from tiny_lm import make_model, make_tokenizer, rescore  # noqa: E402
 
-from terminal_env import TerminalEnv  # noqa: E402
+from terminal_env.integrations.episode import replay  # noqa: E402
 from terminal_env.integrations.gateway import Gateway  # noqa: E402
 from terminal_env.integrations.miniswe import SandboxEnvironment  # noqa: E402
 from terminal_env.models.hf_backend import TransformersBackend  # noqa: E402
@@ -103,16 +103,7 @@ def test_mini_swe_agent_plays_a_task_token_exact_and_verified(tmp_path, base_ima
     assert record.actions[:-1] == parsed
     assert record.actions[-1] == "#!submit" and not record.masked
     assert reward == record.reward
-    replay = TerminalEnv(str(task), reward="partial_progress")
-    try:
-        replay.reset()
-        for action in record.actions:
-            _, again_reward, terminated, truncated, _ = replay.step(action)
-            if terminated or truncated:
-                break
-    finally:
-        replay.close()
-    assert again_reward == reward
+    assert replay(record, reward="partial_progress") == reward
     # The taught model's first command is the answer more often than not; whichever it was, the
     # reward above is the verifier's. Print what happened for the log.
     print(f"actions {record.actions}, reward {reward}")

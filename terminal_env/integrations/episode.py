@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..actions import Command, Keys, Submit, action_to_text
+from ..actions import Command, Keys, Submit, action_to_text, parse_action
 from ..env import EnvConfig, TerminalEnv
 from ..errors import ConfigError, InfraError
 from ..prepare import prepare_task
@@ -87,6 +87,24 @@ def load_tasks(tasks: str | Path | list[str | Path], *, allow_test: bool = False
     protected test split needs ``allow_test=True`` (never train or select checkpoints on it)."""
     specs = [tasks] if isinstance(tasks, (str, Path)) else list(tasks)
     return resolve_tasks([str(s) for s in specs], allow_test=allow_test)
+
+
+def replay(record: EpisodeRecord, *, reward: str | Callable[[Any], float] = "binary") -> float | None:
+    """Play ``record``'s actions again in a fresh sandbox of its task and return what the
+    protected verifier gives them (None when that episode was masked): an audit of what a trainer
+    was told, one episode at a time."""
+    if record.path is None:
+        raise ConfigError(f"the episode of {record.task!r} has no task directory to replay it in")
+    episode = ToolEpisode(reward=reward)
+    try:
+        episode.start(record.path)
+        for action in record.actions:
+            if episode.over:
+                break
+            episode.act(parse_action(action))
+        return episode.finish()
+    finally:
+        episode.close()
 
 
 class ToolEpisode:
