@@ -64,7 +64,7 @@ def main() -> int:
                     "default: the tiny in-process model")
     ap.add_argument("--tasks", nargs="*", help="what `terminal-env run --tasks` takes; default: 2 generated toy tasks")
     ap.add_argument("--steps", type=int, default=2, help="GRPO optimizer steps (default 2)")
-    ap.add_argument("--generations", type=int, default=4, help="rollouts per task and step (default 4)")
+    ap.add_argument("--generations", type=int, default=2, help="rollouts per task and step (default 2)")
     ap.add_argument("--reward", default="partial_progress", help="a reward of terminal_env.rewards")
     ap.add_argument("--teach", type=int, default=60, help="supervised steps teaching the tiny model the tool call")
     args = ap.parse_args()

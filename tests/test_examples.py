@@ -22,7 +22,7 @@ EXAMPLES = {
     "agent_loop.py": "submitted, outcome passed, reward 1.0",
     "harness_plugin.py": "with the 'run-done' harness: submitted, outcome passed, reward 1.0",
     "rsr_pipeline.py": '"kind": "rsr-rendered"',
-    "trl_grpo.py": "GRPO: 2 optimizer steps, 8 episodes verified",
+    "trl_grpo.py": "GRPO: 2 optimizer steps, 4 episodes verified",
     "skyrl_episode.py": "done: reward 1.0, outcome passed",
     "openenv_client.py": "done: True, reward 1.0, outcome passed",
     "miniswe_gateway.py": "calls recorded",  # and it exits 1 unless every call was token-exact
