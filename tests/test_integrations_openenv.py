@@ -95,3 +95,5 @@ def test_bad_input_is_named(server, tasks):
         make_app([str(tasks[0])], reward="bogus")
     with pytest.raises(ConfigError, match="no such task directory"):
         make_app(["/nonexistent/task"])
+    with pytest.raises(ConfigError, match="at least 1"):
+        make_app([str(tasks[0])], max_concurrent_envs=0)

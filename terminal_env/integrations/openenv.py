@@ -170,6 +170,10 @@ def make_app(tasks: Any, *, reward: str = "binary", config: dict[str, Any] | Non
     _require_openenv()
     from openenv.core.env_server.http_server import create_app  # the optional extra [openenv]
 
+    if isinstance(max_concurrent_envs, bool) or not isinstance(max_concurrent_envs, int) or max_concurrent_envs < 1:
+        raise ConfigError(f"max_concurrent_envs (--sessions) must be a whole number of at least 1, "
+                          f"got {max_concurrent_envs!r}")
+
     loaded = load_tasks(tasks, allow_test=allow_test)
     ToolEpisode(reward=reward, config=config)  # a bad reward or config fails here, not per session
     lock = threading.Lock()
@@ -190,9 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--sessions", type=int, default=8, help="concurrent sessions (sandboxes) at most")
+    ap.add_argument("--allow-test", action="store_true",
+                    help="serve tasks of the protected test split (never select checkpoints on them)")
     args = ap.parse_args(argv)
     try:
-        app = make_app(args.tasks, reward=args.reward, max_concurrent_envs=args.sessions)
+        app = make_app(args.tasks, reward=args.reward, max_concurrent_envs=args.sessions,
+                       allow_test=args.allow_test)
     except TerminalEnvError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
