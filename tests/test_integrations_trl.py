@@ -73,6 +73,12 @@ def test_only_bash_and_keys_are_tools():
 
 
 def test_bad_input_is_named(toy_tasks, tmp_path):
+    with pytest.raises(ConfigError, match="invalid episode config: max_steps"):
+        TerminalToolEnv(config={"max_steps": 0})
+    with pytest.raises(ConfigError, match="invalid episode config: colour"):
+        TerminalToolEnv(config={"colour": "red"})
+    with pytest.raises(ConfigError, match="unknown reward"):
+        TerminalToolEnv(reward="bogus")
     env = TerminalToolEnv()
     with pytest.raises(ConfigError, match="needs a 'task' column"):
         env.reset(prompt=[{"role": "user", "content": "hi"}])

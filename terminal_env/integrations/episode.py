@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..actions import Command, Keys, Submit, action_to_text, parse_action
 from ..env import EnvConfig, TerminalEnv
 from ..errors import ConfigError, InfraError
@@ -121,6 +123,12 @@ class ToolEpisode:
                  build_options: dict[str, Any] | None = None,
                  on_episode: Callable[[EpisodeRecord], Any] | None = None):
         self.reward_fn = get_reward(reward) if isinstance(reward, str) else reward
+        if config is not None and not isinstance(config, EnvConfig):
+            try:  # refused now, by name, not at the first reset; kept as given (a dict leaves the
+                EnvConfig.model_validate(config)  # task's own time budget in force unless it sets one)
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                raise ConfigError(f"invalid episode config: {problems} (the fields are EnvConfig's)") from None
         self._config = config
         self._pool = pool
         self._client = client
