@@ -5,6 +5,10 @@ and the recorded log-probs reproduced by re-scoring the recorded tokens."""
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -104,3 +108,24 @@ def test_a_backend_without_token_ids_is_labelled_or_refused():
         status, payload = _post(gw.url, {"model": "x", "messages": [{"role": "user", "content": "go"}]})
         assert status == 502 and "requires exact tokens" in payload["error"]["message"]
         assert gw.calls == []
+
+
+def test_the_gateway_runs_as_its_own_process_for_agents_elsewhere(tmp_path):
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(["```bash\nls\n```"]))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "terminal_env.integrations.gateway", "--model",
+                             f"scripted:{script}", "--port", str(port), "--record", str(tmp_path / "calls.jsonl")],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert f"http://127.0.0.1:{port}/v1" in line, line
+        status, payload = _post(f"http://127.0.0.1:{port}/v1", {"model": "m", "messages": [{"role": "user", "content": "go"}]})
+        assert status == 200 and payload["choices"][0]["message"]["content"] == "```bash\nls\n```"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    calls = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert len(calls) == 1 and calls[0]["exact"] is False and calls[0]["messages"][0]["content"] == "go"

@@ -16,6 +16,10 @@ the completion's token ids and its sampling log-probs. Each call is then one tok
         run_your_agent(base_url=gw.url, api_key="unused", model=gw.model)   # e.g. OPENAI_BASE_URL
     gw.calls    # [GatewayCall(prompt_token_ids=..., completion_token_ids=..., sampling_logprobs=...)]
 
+or, for an agent in another process, from the shell (the calls go to the JSONL file)::
+
+    python -m terminal_env.integrations.gateway --model hf:/models/qwen3-0.6b --port 8100 --record calls.jsonl
+
 A call is **exact** when the backend gave the ids of the prompt and of the completion and the
 log-probs they were sampled with; otherwise it is recorded with ``exact=False`` and the reason
 (an upstream server that returns no ids), or refused with HTTP 502 when the gateway was made
@@ -31,7 +35,9 @@ reason (HTTP 400), the backend's failures HTTP 502.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import threading
 import time
 import uuid
@@ -41,8 +47,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, TerminalEnvError
 from ..models.base import ContextOverflowError, ModelError, SamplingParams
+from ..models.registry import make_backend
 
 #: request fields the gateway reads; others (user, metadata, ...) are accepted and ignored
 SAMPLING_FIELDS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop")
@@ -277,3 +284,33 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, str(exc), "invalid_request_error")
         except (_UpstreamError, ModelError) as exc:
             self._error(502, str(exc), "upstream_error")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m terminal_env.integrations.gateway",
+                                 description="An OpenAI-compatible gateway that records the exact tokens of every call.")
+    ap.add_argument("--model", required=True, help="a model spec as `terminal-env run --model` takes (hf:PATH, openai:NAME, ...)")
+    ap.add_argument("--record", required=True, help="append every call to this JSONL file")
+    ap.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    ap.add_argument("--port", type=int, default=8100)
+    ap.add_argument("--require-tokens", action="store_true", help="refuse (HTTP 502) calls that cannot be exact")
+    args = ap.parse_args(argv)
+    try:
+        gw = Gateway(make_backend(args.model), host=args.host, port=args.port, record=args.record,
+                     require_tokens=args.require_tokens).start()
+    except TerminalEnvError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"gateway for {gw.model} at {gw.url} (OPENAI_BASE_URL={gw.url}); recording to {args.record}; "
+          "Ctrl-C stops it", file=sys.stderr)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        gw.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
