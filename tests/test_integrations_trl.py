@@ -176,3 +176,15 @@ def test_an_action_the_environment_refuses_is_told_and_not_recorded(toy_tasks):
         assert "ok" in env.bash("echo ok")
         env.get_reward()
     assert records[-1].actions == ["echo ok", "#!submit"]
+
+
+def test_the_keys_tool_drives_an_interactive_program(toy_tasks):
+    with TerminalToolEnv() as env:
+        env.reset(task=str(toy_tasks[0]))
+        env.keys(["python3 -q", "Enter"])
+        out = env.keys(["print(6 * 7)", "Enter"])
+        assert "42" in out
+        env.keys(["C-d"])
+        assert "back" in env.bash("echo back")  # the shell has its prompt again
+        records = env.record
+    assert records.actions[:2] == ["#!keys 'python3 -q' Enter", "#!keys 'print(6 * 7)' Enter"]
