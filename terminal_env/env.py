@@ -32,7 +32,7 @@ import gymnasium as gym
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .actions import Command, Keys, Submit, parse_action
+from .actions import Command, Keys, Submit, action_to_text, parse_action
 from .artifacts import collect as collect_artifacts
 from .errors import ConfigError, InfraError, SandboxGoneError
 from .keys import encode_keys
@@ -231,12 +231,12 @@ class TerminalEnv(gym.Env[str, str]):
                 f"{self.config.max_action_chars}"
             )
         act = parse_action(action)
-        if not isinstance(action, str) and isinstance(act, Command) and len(act.command) > self.config.max_action_chars:
-            # a typed command is held to the same limit as its text form
-            raise ConfigError(
-                f"action of {len(act.command)} characters exceeds max_action_chars="
-                f"{self.config.max_action_chars}"
-            )
+        if not isinstance(action, str):  # a typed action is held to the limit of its text form
+            size = len(action_to_text(act))
+            if size > self.config.max_action_chars:
+                raise ConfigError(
+                    f"action of {size} characters exceeds max_action_chars={self.config.max_action_chars}"
+                )
         self._steps += 1
         remaining = self._time_left()
         terminated = truncated = False

@@ -116,7 +116,8 @@ def test_bad_input_raises_config_errors(env, base_image):
     short = TerminalEnv(max_action_chars=10)
     try:
         short.reset()
-        for action in ("echo " + "x" * 10, Command(command="echo " + "x" * 10), {"kind": "command", "command": "echo " + "x" * 10}):
+        for action in ("echo " + "x" * 10, Command(command="echo " + "x" * 10),
+                       {"kind": "command", "command": "echo " + "x" * 10}, Keys(keys=["x" * 20, "Enter"])):
             with pytest.raises(ConfigError, match="exceeds max_action_chars=10"):
                 short.step(action)
     finally:
