@@ -26,6 +26,7 @@ given with an action runs it in that directory, in a subshell.
 
 from __future__ import annotations
 
+import platform
 import shlex
 from collections.abc import Callable
 from typing import Any
@@ -82,7 +83,8 @@ class SandboxEnvironment:
 
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
         env = self._episode.env
-        return {"system": "Linux", "release": "", "version": "", "machine": "x86_64",
+        host = platform.uname()  # the sandbox runs on this machine's kernel and architecture
+        return {"system": "Linux", "release": host.release, "version": host.version, "machine": host.machine,
                 "cwd": getattr(getattr(env, "task", None), "workdir", "/app") or "/app", "timeout": self.timeout,
                 "task": self.instruction, **kwargs}
 
