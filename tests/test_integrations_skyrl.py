@@ -109,7 +109,7 @@ def test_an_infrastructure_failure_raises_or_is_marked(rows, client):
     env = _make(rows[0])
     try:
         env.init(rows[0]["prompt"])
-        client.containers.get(env._episode.env.sandbox.name).remove(force=True)
+        client.containers.get(env._text.episode.env.sandbox.name).remove(force=True)
         with pytest.raises(InfraError, match="not the agent's"):
             env.step("```bash\necho hi\n```")
     finally:
@@ -117,7 +117,7 @@ def test_an_infrastructure_failure_raises_or_is_marked(rows, client):
     env = _make(rows[0], on_infra_error="zero")
     try:
         env.init(rows[0]["prompt"])
-        client.containers.get(env._episode.env.sandbox.name).remove(force=True)
+        client.containers.get(env._text.episode.env.sandbox.name).remove(force=True)
         out = env.step("```bash\necho hi\n```")
         assert out["done"] and out["reward"] == 0.0 and out["metadata"]["masked"]
         assert env.get_metrics()["masked"] == 1.0

@@ -17,6 +17,11 @@ adapter:
 Every finished episode becomes an :class:`EpisodeRecord` (the actions in their plain-text form,
 the reward and the verdict), handed to ``on_episode`` when given, so that what a trainer was told
 can be checked against a replay of the same actions.
+
+Trainers that hand the environment the model's text rather than tool calls (SkyRL-Gym, the
+``verifiers`` package) use :class:`TextEpisode`: a :class:`ToolEpisode` whose actions come from
+one of the project's harnesses reading each reply, through the same
+:func:`terminal_env.agent.apply_completion` as the agent loop, with a bound on the replies.
 """
 
 from __future__ import annotations
@@ -30,8 +35,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..actions import Command, Keys, Submit, action_to_text, parse_action
+from ..agent import apply_completion
 from ..env import EnvConfig, TerminalEnv
 from ..errors import ConfigError, InfraError
+from ..harness import Harness, get_harness
+from ..harness.base import CommandRecord
+from ..models.base import Completion
 from ..prepare import prepare_task
 from ..rewards import get_reward
 from ..runner.config import resolve_tasks
@@ -267,3 +276,81 @@ class ToolEpisode:
     def _emit(self) -> None:
         if self.on_episode is not None and self.record is not None:
             self.on_episode(self.record)
+
+
+class TextEpisode:
+    """One task played by a model's replies as text: one of the project's harnesses (``generic``
+    by default: one fenced bash block per reply, ``#!keys ...`` for keystrokes, ``#!submit`` when
+    done) reads each reply, and what it asks for runs through a :class:`ToolEpisode`.
+
+    :meth:`begin` starts the task and returns the harness's first messages (its system prompt,
+    the instruction, where the shell is); :meth:`reply` applies one reply and returns the messages
+    that report back. The episode ends when the model submits, when the environment's step or
+    time budget runs out, or after ``max_turns`` replies (then the work so far is verified):
+    :attr:`over` turns true and :attr:`record` holds the reward, or ``masked`` when the failure was
+    not the agent's."""
+
+    def __init__(self, *, harness: str | Harness = "generic", reward: str | Callable[[Any], float] = "binary",
+                 config: EnvConfig | dict[str, Any] | None = None, max_turns: int = 30, pool: Any = None,
+                 on_episode: Callable[[EpisodeRecord], Any] | None = None):
+        if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
+            raise ConfigError(f"max_turns must be a whole number of at least 1, got {max_turns!r}")
+        self.harness = get_harness(harness) if isinstance(harness, str) else harness
+        self.episode = ToolEpisode(reward=reward, config=config, pool=pool, on_episode=on_episode)
+        self.max_turns = max_turns
+        #: the replies applied so far in this episode
+        self.turns = 0
+        #: the replies the harness could not read
+        self.format_errors = 0
+
+    def begin(self, task: Any) -> list[dict[str, Any]]:
+        """Start an episode of ``task``; the harness's first messages. An infrastructure failure
+        leaves the episode over and masked (see :attr:`record`)."""
+        self.harness.reset()
+        self.turns = self.format_errors = 0
+        obs = self.episode.start(task)
+        env = self.episode.env
+        instruction = env.task.instruction if env is not None else ""
+        return list(self.harness.initial_messages(instruction, obs))
+
+    def reply(self, text: str) -> tuple[list[dict[str, Any]], str | None]:
+        """Apply one model reply: the messages that report back, and the harness's feedback when
+        it could not read the reply (None when it could)."""
+        if not isinstance(text, str):
+            raise ConfigError(f"a reply is the model's text, got {type(text).__name__}")
+        self.episode._require_record()
+        if self.episode.over:
+            raise ConfigError("the episode is over: begin() the next one")
+        self.turns += 1
+        _, messages, format_error = apply_completion(
+            self.harness, Completion(text=text, finish_reason="stop"), self._run, lambda: self.episode.over)
+        self.format_errors += format_error is not None
+        if not self.episode.over and self.turns >= self.max_turns:
+            self.episode.finish()  # out of turns: the work so far is verified
+        return messages, format_error
+
+    @property
+    def over(self) -> bool:
+        return self.episode.over
+
+    @property
+    def record(self) -> EpisodeRecord | None:
+        return self.episode.record
+
+    def metrics(self) -> dict[str, float]:
+        """Counts of this episode: turns, commands run, unreadable replies, passed, masked."""
+        record = self.episode.record
+        return {
+            "turns": float(self.turns),
+            "commands": float(sum(1 for a in record.actions if a != action_to_text(Submit()))) if record else 0.0,
+            "format_errors": float(self.format_errors),
+            "passed": float(bool(record and record.outcome == "passed")),
+            "masked": float(bool(record and record.masked)),
+        }
+
+    def close(self) -> None:
+        self.episode.close()
+
+    def _run(self, action: Command | Keys | Submit) -> CommandRecord:
+        observation = self.episode.act(action)
+        return CommandRecord(action=action.model_dump(), text=action_to_text(action), observation=observation)

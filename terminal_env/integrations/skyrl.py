@@ -10,11 +10,12 @@
     messages, _ = env.init(rows[0]["prompt"])
     out = env.step(model_reply)          # {"observations", "reward", "done", "metadata"}
 
-One environment is one episode of one task (SkyRL makes a new one per trajectory). The model's
-text is read by one of the project's harnesses (``env_config["harness"]``, default ``generic``:
-one fenced bash block per reply, ``#!keys ...`` for keystrokes, ``#!submit`` when done), through
-the same :func:`terminal_env.agent.apply_completion` as every rollout of the project, so a reply
-means the same here as in ``terminal-env run``. ``init`` replaces the row's prompt with the
+One environment is one episode of one task (SkyRL makes a new one per trajectory), played as a
+:class:`~terminal_env.integrations.episode.TextEpisode`: the model's text is read by one of the
+project's harnesses (``env_config["harness"]``, default ``generic``: one fenced bash block per
+reply, ``#!keys ...`` for keystrokes, ``#!submit`` when done), through the same
+:func:`terminal_env.agent.apply_completion` as every rollout of the project, so a reply means the
+same here as in ``terminal-env run``. ``init`` replaces the row's prompt with the
 harness's own first messages (its system prompt, the instruction, where the shell is).
 
 The episode ends when the model submits, when the environment's step or time budget runs out, or
@@ -34,13 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..actions import Command, Keys, Submit, action_to_text
-from ..agent import apply_completion
 from ..errors import ConfigError, InfraError
-from ..harness import get_harness
-from ..harness.base import CommandRecord
-from ..models.base import Completion
-from .episode import EpisodeRecord, ToolEpisode, load_tasks
+from .episode import EpisodeRecord, TextEpisode, load_tasks
 
 try:
     import skyrl_gym  # the optional extra [skyrl]
@@ -106,41 +102,32 @@ class TerminalTextEnv(BaseTextEnv):
         self.max_turns = int(extras.get("max_turns") or cfg.get("max_turns") or 30)
         if self.max_turns < 1:
             raise ConfigError(f"{ENV_ID}: max_turns must be at least 1, got {self.max_turns}")
-        self.harness = get_harness(cfg.get("harness", "generic"))
         self.on_infra_error = cfg.get("on_infra_error", "raise")
-        self._episode = ToolEpisode(reward=cfg.get("reward", "binary"), config=cfg.get("env"),
-                                    on_episode=on_episode)
-        self.format_errors = 0
+        self._text = TextEpisode(harness=cfg.get("harness", "generic"), reward=cfg.get("reward", "binary"),
+                                 config=cfg.get("env"), max_turns=self.max_turns, on_episode=on_episode)
+        self.harness = self._text.harness
 
     # ------------------------------------------------------------------ SkyRL-Gym's API
     def init(self, prompt: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Start the task's sandbox; the harness's first messages, and the task's name."""
-        self.harness.reset()
-        obs = self._episode.start(self.task)
-        if self._episode.record is not None and self._episode.record.masked:
+        messages = self._text.begin(self.task)
+        record = self._text.record
+        if record is not None and record.masked:
             self._infra_failure()  # raises, or the episode is over with reward 0
-        env = self._episode.env
-        instruction = env.task.instruction if env is not None else ""
-        messages = list(self.harness.initial_messages(instruction, obs))
-        return messages, {"task": self._episode.record.task if self._episode.record else str(self.task)}
+        return messages, {"task": record.task if record else str(self.task)}
 
     def step(self, action: str) -> dict[str, Any]:
         """One model reply: run what it asks for; the next observation, or the verified reward."""
         if not isinstance(action, str):
             raise ConfigError(f"{ENV_ID}: an action is the model's reply as text, got {type(action).__name__}")
-        if self._episode.record is None:
+        if self._text.record is None:
             raise ConfigError(f"{ENV_ID}: call init() before step()")
-        self.turns += 1
-        completion = Completion(text=action, finish_reason="stop")
-        _, messages, format_error = apply_completion(
-            self.harness, completion, self._run, lambda: self._episode.over)
-        self.format_errors += format_error is not None
-        if not self._episode.over and self.turns >= self.max_turns:
-            self._episode.finish()  # out of turns: the work so far is verified
-        if not self._episode.over:
+        messages, format_error = self._text.reply(action)
+        self.turns = self._text.turns
+        if not self._text.over:
             return {"observations": messages, "reward": 0.0, "done": False,
                     "metadata": {"format_error": format_error}}
-        record = self._episode.record
+        record = self._text.record
         assert record is not None
         if record.masked:
             self._infra_failure()
@@ -148,25 +135,16 @@ class TerminalTextEnv(BaseTextEnv):
                 "metadata": {"outcome": record.outcome, "masked": record.masked, "task": record.task}}
 
     def close(self) -> None:
-        self._episode.close()
+        self._text.close()
 
     def get_metrics(self) -> dict[str, Any]:
-        record = self._episode.record
-        return {
-            "turns": self.turns,
-            "commands": max(0, len(record.actions) - 1) if record else 0,
-            "format_errors": self.format_errors,
-            "passed": float(bool(record and record.outcome == "passed")),
-            "masked": float(bool(record and record.masked)),
-        }
+        metrics = self._text.metrics()
+        return {**metrics, "turns": int(metrics["turns"]), "commands": int(metrics["commands"]),
+                "format_errors": int(metrics["format_errors"])}
 
     # ------------------------------------------------------------------ helpers
-    def _run(self, action: Command | Keys | Submit) -> CommandRecord:
-        observation = self._episode.act(action)
-        return CommandRecord(action=action.model_dump(), text=action_to_text(action), observation=observation)
-
     def _infra_failure(self) -> None:
-        record = self._episode.record
+        record = self._text.record
         why = record.error if record is not None else "unknown"
         if self.on_infra_error == "raise":
             raise InfraError(f"{ENV_ID}: the episode of {self.task} failed for a reason that is not the agent's: "
