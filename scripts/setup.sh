@@ -3,6 +3,9 @@
 #   1. a virtual environment in .venv with terminal-env installed (editable) with its test, hf,
 #      train, lora, ray, trl, skyrl, openenv and miniswe extras (torch pinned to a CPU build first);
 #      it sees the system's site-packages, so what the machine already has is not downloaded again;
+#   1b. a second virtual environment, .venv-verifiers, with the `verifiers` package (0.4, its v1
+#      API) and terminal-env's core: that package pins openai<3 and mcp==2.0.0, which the extras
+#      of .venv cannot share (terminal_env.integrations.verifiers; its test drives it from .venv);
 #   2. the Docker engine, installed and started when absent, and gVisor's runsc installed and
 #      registered where the Debian mirror has it (scripts/install-engine.sh);
 #   3. the project's base image, bootstrapped from Debian packages when absent (no registry).
@@ -36,6 +39,17 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; th
     fi
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,hf,train,lora,ray,trl,skyrl,openenv,miniswe]"
     echo "$want" > "$STAMP"
+fi
+
+# ---- 1b. The verifiers package, in a virtual environment of its own -------------------------
+VSTAMP=".venv-verifiers/.terminal-env-stamp"
+vwant="$(sha256sum pyproject.toml | cut -c1-16) $ROOT verifiers==${VERIFIERS_VERSION:-0.4.0}"
+if [ ! -x .venv-verifiers/bin/vf-eval ] || [ "$(cat "$VSTAMP" 2>/dev/null)" != "$vwant" ]; then
+    say "creating .venv-verifiers: verifiers==${VERIFIERS_VERSION:-0.4.0}, uv (its harness programs' runner) and terminal-env's core"
+    "$PY" -m venv .venv-verifiers
+    .venv-verifiers/bin/python -m pip install --quiet --disable-pip-version-check \
+        "verifiers==${VERIFIERS_VERSION:-0.4.0}" uv -e .
+    echo "$vwant" > "$VSTAMP"
 fi
 
 # ---- 2. Docker engine -----------------------------------------------------------------------

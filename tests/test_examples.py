@@ -26,12 +26,21 @@ EXAMPLES = {
     "skyrl_episode.py": "done: reward 1.0, outcome passed",
     "openenv_client.py": "done: True, reward 1.0, outcome passed",
     "miniswe_gateway.py": "calls recorded",  # and it exits 1 unless every call was token-exact
+    "verifiers_eval.py": "vf-eval: 2 episodes",  # and it exits 1 unless every episode and call was sound
 }
 #: example -> the optional package it needs (its test skips, saying how to install, without it)
 NEEDS = {"trl_grpo.py": ("trl", "pip install 'terminal-env[trl]'"),
          "skyrl_episode.py": ("skyrl_gym", "pip install 'terminal-env[skyrl]'"),
          "openenv_client.py": ("openenv", "pip install 'terminal-env[openenv]'"),
-         "miniswe_gateway.py": ("minisweagent", "pip install 'terminal-env[miniswe]'")}
+         "miniswe_gateway.py": ("minisweagent", "pip install 'terminal-env[miniswe]'"),
+         # a path: the verifiers package lives in a virtual environment of its own
+         "verifiers_eval.py": (".venv-verifiers/bin/vf-eval", "bash scripts/setup.sh")}
+
+
+def _missing(need: str) -> bool:
+    if "/" in need:
+        return not (ROOT / need).exists()
+    return importlib.util.find_spec(need) is None  # found, not imported
 #: each finishes in well under a minute on 2 cores; the margin is for a first build of a task image
 TIMEOUT = 300
 
@@ -43,7 +52,7 @@ def test_every_example_is_tested():
 @pytest.mark.docker
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_example_runs(example, client, base_image, tmp_path):
-    if example in NEEDS and importlib.util.find_spec(NEEDS[example][0]) is None:  # found, not imported
+    if example in NEEDS and _missing(NEEDS[example][0]):
         pytest.skip(f"{example} needs {NEEDS[example][1]}")
     # the checkout's terminal_env, as the tests use it (pytest's pythonpath is not inherited)
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

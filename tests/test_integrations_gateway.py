@@ -78,12 +78,31 @@ def test_every_call_is_recorded_token_exact(tiny, tmp_path):
     assert calls[0].extends_previous is None and isinstance(calls[1].extends_previous, bool)
 
 
+def test_a_streamed_call_delivers_the_recorded_completion(tiny):
+    """Agents that stream (the verifiers package's interception server does) get the same
+    completion as server-sent events, and the call is recorded as exactly as any other."""
+    model, tok = tiny
+    with Gateway(TransformersBackend(model, tok, name="tiny")) as gw:
+        client = openai.OpenAI(base_url=gw.url, api_key="unused")
+        stream = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "go"}],
+                                                max_tokens=16, seed=3, stream=True,
+                                                stream_options={"include_usage": True})
+        chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    usage = [c.usage for c in chunks if c.usage is not None]
+    [call] = gw.calls
+    assert call.exact and text == call.text == tok.decode(call.completion_token_ids, skip_special_tokens=True)
+    assert finish == [call.finish_reason if call.finish_reason in ("stop", "length") else "stop"]
+    assert len(usage) == 1 and usage[0].completion_tokens == len(call.completion_token_ids)
+    assert usage[0].prompt_tokens == len(call.prompt_token_ids)
+
+
 def test_bad_requests_are_named_and_nothing_is_recorded(tiny):
     model, tok = tiny
     with Gateway(TransformersBackend(model, tok, name="tiny")) as gw:
         msgs = [{"role": "user", "content": "hi"}]
         for body, words in [
-            ({"model": "tiny", "messages": msgs, "stream": True}, "stream=true is not supported"),
             ({"model": "tiny", "messages": msgs, "n": 2}, "one choice per request"),
             ({"model": "tiny", "messages": []}, "non-empty list"),
             ({"model": "tiny", "messages": msgs, "temperature": -1}, "temperature"),

@@ -29,7 +29,9 @@ as text can make the model see different tokens than it sampled (a retokenizatio
 a trainer must know before it concatenates calls into one sequence.
 
 The gateway listens on 127.0.0.1 unless told otherwise; it serves ``POST /v1/chat/completions``
-(no streaming, ``n = 1``) and ``GET /v1/models``. Bad requests get OpenAI-style errors with the
+(``n = 1``; with ``stream=true`` the finished completion comes as server-sent events: one chunk
+with the text and tool calls, one with the finish reason, the usage when ``stream_options``
+asks for it, then ``[DONE]``) and ``GET /v1/models``. Bad requests get OpenAI-style errors with the
 reason (HTTP 400), the backend's failures HTTP 502.
 """
 
@@ -188,8 +190,6 @@ class Gateway:
     def _read(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, SamplingParams]:
         if not isinstance(body, dict):
             raise ConfigError("the request body must be a JSON object")
-        if body.get("stream"):
-            raise ConfigError("stream=true is not supported by the gateway; ask with stream=false")
         if body.get("n", 1) != 1:
             raise ConfigError(f"n={body.get('n')!r}: the gateway answers one choice per request (n=1)")
         messages = body.get("messages")
@@ -229,6 +229,24 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
+def stream_events(response: dict[str, Any], *, include_usage: bool = False) -> bytes:
+    """A finished chat completion as the server-sent events of a streamed one (OpenAI's chunk
+    format): the message in one delta, the finish reason, the usage when asked, ``[DONE]``."""
+    choice = response["choices"][0]
+    message = choice["message"]
+    head = {"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
+            "model": response["model"]}
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    chunks = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+              {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}]
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": response["usage"]})
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
 def _finish(reason: str | None, calls: list[Any]) -> str:
     if calls:
         return "tool_calls"
@@ -247,9 +265,11 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -277,7 +297,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, f"the request body is not JSON: {exc}", "invalid_request_error")
             return
         try:
-            self._send(200, self.gateway.complete(body))
+            response = self.gateway.complete(body)
+            if body.get("stream"):
+                options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+                self._send_bytes(200, stream_events(response, include_usage=bool(options.get("include_usage"))),
+                                 "text/event-stream")
+            else:
+                self._send(200, response)
         except ContextOverflowError as exc:
             self._error(400, str(exc), "context_length_exceeded")
         except ConfigError as exc:

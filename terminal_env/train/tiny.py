@@ -71,4 +71,4 @@ def teach(model: transformers.PreTrainedModel, tokenizer: transformers.PreTraine
             loss.backward()
             opt.step()
     model.eval()
-    return float(loss)
+    return float(loss.detach())
