@@ -43,12 +43,11 @@ fi
 
 # ---- 1b. The verifiers package, in a virtual environment of its own -------------------------
 VSTAMP=".venv-verifiers/.terminal-env-stamp"
-vwant="$(sha256sum pyproject.toml | cut -c1-16) $ROOT verifiers==${VERIFIERS_VERSION:-0.4.0}"
+vwant="$(sha256sum pyproject.toml | cut -c1-16) $ROOT"
 if [ ! -x .venv-verifiers/bin/vf-eval ] || [ "$(cat "$VSTAMP" 2>/dev/null)" != "$vwant" ]; then
-    say "creating .venv-verifiers: verifiers==${VERIFIERS_VERSION:-0.4.0}, uv (its harness programs' runner) and terminal-env's core"
+    say "creating .venv-verifiers: terminal-env with its [verifiers] extra (the verifiers package, and uv)"
     "$PY" -m venv .venv-verifiers
-    .venv-verifiers/bin/python -m pip install --quiet --disable-pip-version-check \
-        "verifiers==${VERIFIERS_VERSION:-0.4.0}" uv -e .
+    .venv-verifiers/bin/python -m pip install --quiet --disable-pip-version-check -e ".[verifiers]"
     echo "$vwant" > "$VSTAMP"
 fi
 

@@ -1,10 +1,11 @@
 """Terminal tasks as an environment of the ``verifiers`` package, its v1 API (an optional install).
 
-``verifiers`` 0.4 pins ``openai<3`` and ``mcp==2.0.0``, which the project's other extras cannot
-share, so it lives in a virtual environment of its own beside the project (``scripts/setup.sh``
-makes ``.venv-verifiers``; by hand: ``python -m venv .venv-verifiers && .venv-verifiers/bin/pip
-install 'verifiers==0.4.*' uv -e .``). Its evaluation command loads it by the project's name (``terminal-env``: the package ``terminal_env`` hands over this
-module's taskset and environment when asked, see its ``__getattr__``)::
+The extra ``[verifiers]`` installs it (tested with 0.4.0). That package pins ``openai<3`` and
+``mcp==2.0.0``, which ``[openenv]`` cannot share, so it lives in a virtual environment of its own
+(``scripts/setup.sh`` makes ``.venv-verifiers``; by hand: ``python -m venv .venv-verifiers &&
+.venv-verifiers/bin/pip install -e '.[verifiers]'``). Its evaluation command loads this module by
+the project's name (``terminal-env``: the package ``terminal_env`` hands over its taskset and
+environment when asked, see the package's ``__getattr__``)::
 
     .venv-verifiers/bin/vf-eval terminal-env \\
         --env.taskset.tasks '["pool:train"]' --env.taskset.reward partial_progress \\
@@ -48,7 +49,7 @@ except ImportError:  # the module still imports (documentation, doctests); using
 #: the name the verified reward is recorded under on each trace
 REWARD_NAME = "terminal_env"
 HOW = ("the verifiers environment needs the verifiers package (0.4, v1 API) in a virtual environment "
-       "of its own: python -m venv .venv-verifiers && .venv-verifiers/bin/pip install 'verifiers==0.4.*' uv -e . "
+       "of its own: python -m venv .venv-verifiers && .venv-verifiers/bin/pip install -e '.[verifiers]' "
        "(scripts/setup.sh makes it)")
 
 
