@@ -228,3 +228,23 @@ def test_a_loop_takes_its_splits_from_the_generated_pool(default_pool_dir, tmp_p
     for split, paths in loop.splits.items():
         families = {Path(p).name.rsplit("-s0-", 1)[0] for p in paths}  # <family>-s<seed>-<index>
         assert families == {n for n in NAMES if FAMILIES[n].split == split}, split
+
+
+def test_a_change_ticket_never_changes_one_record_twice():
+    """ia-menu-register: a looked-up or bulk edit that lands on a record the ticket already changed
+    would make the expected register contradict the ticket's own earlier line (the full gate found
+    two such instances: the oracle, following the ticket, failed). Every expectation of every
+    shipped instance must hold in the final register."""
+    import ast
+
+    family = FAMILIES["ia-menu-register"]
+    clashes = []
+    for i in range(60):  # the shipped generation: 60 instances of seed 0
+        tests = family.instance(0, i).tests
+        final = {r["id"]: r for r in ast.literal_eval(re.search(r"^FINAL = (.*)$", tests, re.M).group(1))}
+        groups = ast.literal_eval(re.search(r"^GROUPS = (.*)$", tests, re.M).group(1))
+        for group in ("direct_changes", "looked_up_changes"):
+            for rid, name, value in groups.get(group, []):
+                if final[rid][name] != value:
+                    clashes.append((i, group, rid, name))
+    assert clashes == []

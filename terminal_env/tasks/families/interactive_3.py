@@ -268,7 +268,8 @@ def _register(rng: random.Random, index: int) -> Instance:
             h = rng.choice([n for n in settable if n != f])
             v = _value(rng, h, *kinds[h])
             hits = [rid for rid in sorted(cur) if cur[rid][f] == g]
-            if 2 <= len(hits) <= 5 and sum(cur[rid][h] != v for rid in hits) >= 2:
+            # a record the ticket already changed is not changed again (its expectation would clash)
+            if 2 <= len(hits) <= 5 and sum(cur[rid][h] != v for rid in hits) >= 2 and not touched & set(hits):
                 break
         ticket.append(f"Every record whose `{f}` is `{g}`: set `{h}` to `{v}`.")
         for rid in hits:
@@ -281,7 +282,8 @@ def _register(rng: random.Random, index: int) -> Instance:
             h = rng.choice([n for n in settable if n not in (e, f)])
             hi = rng.random() < 0.5
             hits = sorted((cur[rid][e], rid) for rid in cur if cur[rid][f] == g)
-            if len(hits) >= 3 and hits[0][0] != hits[1][0] and hits[-1][0] != hits[-2][0]:
+            if len(hits) >= 3 and hits[0][0] != hits[1][0] and hits[-1][0] != hits[-2][0] \
+                    and (hits[-1][1] if hi else hits[0][1]) not in touched:
                 break
         rid = hits[-1][1] if hi else hits[0][1]
         word = (("latest", "earliest") if kinds[e][0] == "date" else ("largest", "smallest"))[not hi]
