@@ -248,3 +248,18 @@ def test_a_change_ticket_never_changes_one_record_twice():
                 if final[rid][name] != value:
                     clashes.append((i, group, rid, name))
     assert clashes == []
+
+
+@pytest.mark.docker
+def test_a_panel_journal_with_an_edited_state_earns_nothing(tmp_path, base_image):
+    """ia-control-panel: the journal's seal covers its commands, not the state it records. The full
+    gate's constant probe wrote the oracle's journal back with the state's dials set to one value
+    and scored 1.00 on 6 of 60 instances (instance 4 among them), since the tests replayed only the
+    commands. The tests now require the recorded state to be the one the commands make."""
+    family = FAMILIES["ia-control-panel"]
+    generate([family], tmp_path, n=5, seed=0)
+    row = check_task(tmp_path / family.name / instance_name(family, 0, 4), probes=("constant",))
+    # the probe's edited journals were written and scored (the attack happened), and earned nothing
+    assert "most common value everywhere 0.00" in row.constant, row.constant
+    assert "second value everywhere 0.00" in row.constant, row.constant
+    assert row.ok, row.reason

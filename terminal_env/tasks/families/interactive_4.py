@@ -121,6 +121,7 @@ def final():
     assert j.get("mac") == chain(KEY, log), "the journal was not written by the panel"
     s = replay(KIND, P, freeze(START), log)
     assert s is not None, "the journal holds a command the panel would refuse"
+    assert freeze(j.get("state")) == s, "the journal's state is not the one its commands make"
     assert reached(KIND, P, s, freeze(GOAL)), "the machine is not in the goal state"
     return j, log
 
