@@ -181,10 +181,16 @@ def test_artifacts_of_other_services_are_refused(tmp_path):
     assert "agent's sandbox only" in refused(d, "artifacts[0].service")
 
 
-def test_verifier_collect_hooks_are_refused(tmp_path):
-    d = task_with(tmp_path, tables='[[verifier.collect]]\ncommand = "pg_dump > /app/db.sql"\n'
-                                   'service = "db"\ntimeout_sec = 30\n')
-    assert "collect" in refused(d, "verifier.collect")
+def test_verifier_collect_hooks_load_and_other_services_are_refused(tmp_path):
+    d = task_with(tmp_path, tables='[[verifier.collect]]\ncommand = "sqlite3 /app/db .dump > /app/db.sql"\n'
+                                   'timeout_sec = 30\nuser = "root"\n')
+    [hook] = load_task(d).verifier_collect
+    assert (hook.command, hook.timeout_sec, hook.user) == ("sqlite3 /app/db .dump > /app/db.sql", 30, "root")
+    other = task_with(tmp_path / "b", tables='[[verifier.collect]]\ncommand = "pg_dump > /app/db.sql"\n'
+                                             'service = "db"\n')
+    assert "agent's sandbox only" in refused(other, "verifier.collect[0].service")
+    empty = task_with(tmp_path / "c", tables='[[verifier.collect]]\ncommand = " "\n')
+    assert "non-empty" in error(empty, "verifier.collect[0].command")
 
 
 def test_allowlist_is_refused_and_its_hosts_checked(tmp_path):

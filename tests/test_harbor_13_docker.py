@@ -25,15 +25,16 @@ BLOB = bytes(reversed(range(256))) * 2 + b"\x00\x00\xed\xa0\x80"
 
 
 def write_task(root: Path, *, agent: str = "", environment: str = 'network_mode = "no-network"',
-               test_sh: str, solve_sh: str = "true\n", files: dict[str, bytes] | None = None) -> Path:
+               test_sh: str, solve_sh: str = "true\n", files: dict[str, bytes] | None = None,
+               verifier: str = "", tables: str = "", top: str = "") -> Path:
     d = root / "task"
     for sub in ("environment", "tests", "solution"):
         (d / sub).mkdir(parents=True)
     (d / "instruction.md").write_text("Do what the tests check.\n")
     (d / "task.toml").write_text(
-        'schema_version = "1.3"\n\n[task]\nname = "test/harbor-13"\n\n'
-        f"[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n{agent}\n\n"
-        f"[environment]\ncpus = 1\nmemory_mb = 512\n{environment}\n"
+        f'schema_version = "1.3"\n{top}\n[task]\nname = "test/harbor-13"\n\n'
+        f"[verifier]\ntimeout_sec = 60.0\n{verifier}\n\n[agent]\ntimeout_sec = 60.0\n{agent}\n\n"
+        f"[environment]\ncpus = 1\nmemory_mb = 512\n{environment}\n{tables}"
     )
     (d / "environment" / "Dockerfile").write_text("FROM terminal-env/base:bookworm-1\nWORKDIR /app\n")
     (d / "tests" / "test.sh").write_text("#!/bin/bash\nmkdir -p /logs/verifier\n" + test_sh)
@@ -127,3 +128,69 @@ def test_network_mode_is_the_sandboxs_network(tmp_path, base_image, environment,
         assert sorted(out.stdout.decode().split()) == interfaces
     finally:
         env.close()
+
+
+# ---- [[verifier.collect]] ------------------------------------------------------------------
+
+SNAPSHOT_HOOK = '\n[[verifier.collect]]\ncommand = "cp /app/state.txt /app/snapshot.txt"\ntimeout_sec = 30\n'
+FORGER = "(while true; do echo FORGED > /app/snapshot.txt; sleep 0.05; done) >/dev/null 2>&1 &"
+
+
+def _episode(task, commands: list[str]) -> tuple[list[str], object]:
+    env = TerminalEnv(task, reward="binary", max_steps=len(commands) + 2)
+    try:
+        env.reset()
+        seen = [env.step(c)[0] for c in commands]
+        _, _, _, _, info = env.step("#!submit")
+        return seen, info["verification"]
+    finally:
+        env.close()
+
+
+SEPARATE = 'environment_mode = "separate"'
+#: what travels to a separate verifier's box (restored at the same path), as in Harbor
+SNAPSHOT_ARTIFACT = 'artifacts = ["/app/snapshot.txt"]'
+
+
+@pytest.mark.parametrize("mode", ["", SEPARATE], ids=["shared", "separate"])
+def test_collect_commands_snapshot_the_sandbox_after_the_agent_stops(tmp_path, base_image, mode):
+    """A collect command snapshots runtime state for the tests (in a separate verifier's box, the
+    snapshot arrives as an artifact). An agent that keeps writing a forged snapshot in the
+    background (shown running before it submits) is stopped first: the tests see the command's
+    snapshot; without the command they would see the forgery."""
+    check = reward_if('[ "$(cat /app/snapshot.txt)" = 42 ]')
+    commands = ["echo 42 > /app/state.txt", FORGER, "sleep 0.5; cat /app/snapshot.txt"]
+    task = load_task(write_task(tmp_path / "a", test_sh=check, tables=SNAPSHOT_HOOK, verifier=mode,
+                                top=SNAPSHOT_ARTIFACT))
+    assert [h.command for h in task.verifier_collect] == ["cp /app/state.txt /app/snapshot.txt"]
+    seen, result = _episode(task, commands)
+    assert "FORGED" in seen[-1]  # the forger ran
+    assert result.outcome == "passed", (result.message, result.log_tail)
+    assert [(r["command"], r["exit_code"]) for r in result.collect] == [("cp /app/state.txt /app/snapshot.txt", 0)]
+    seen, result = _episode(load_task(write_task(tmp_path / "b", test_sh=check, verifier=mode,
+                                                 top=SNAPSHOT_ARTIFACT)), commands)
+    assert "FORGED" in seen[-1] and result.outcome == "failed" and result.collect == []
+
+
+def test_a_failing_collect_command_is_named_and_the_tests_still_judge(tmp_path, base_image):
+    hook = '\n[[verifier.collect]]\ncommand = "echo broken >&2; exit 3"\n'
+    task = load_task(write_task(tmp_path, test_sh=reward_if("true"), tables=hook))
+    _, result = _episode(task, ["true"])
+    assert result.outcome == "passed"
+    assert result.collect[0]["exit_code"] == 3 and "broken" in result.collect[0]["output"]
+    assert "collect command(s) failed" in result.message and "exit 3" in result.message
+
+
+@pytest.mark.parametrize("mode", ["", SEPARATE], ids=["shared", "separate"])
+def test_a_program_planted_for_the_collect_command_makes_the_episode_tampered(tmp_path, base_image, mode):
+    """The collect command runs in the agent's sandbox (a separate verifier's tests do not, but
+    its collect commands do): a `cp` the agent put ahead of the real one on PATH would forge the
+    snapshot as root. The tamper check runs first, in both modes, and the command never runs."""
+    trojan = ("printf '#!/bin/sh\\necho 42 > /app/snapshot.txt\\n' > /usr/local/bin/cp && "
+              "chmod +x /usr/local/bin/cp && hash -r && command -v cp")
+    task = load_task(write_task(tmp_path, test_sh=reward_if('[ "$(cat /app/snapshot.txt)" = 42 ]'),
+                                verifier=mode, tables=SNAPSHOT_HOOK, top=SNAPSHOT_ARTIFACT))
+    seen, result = _episode(task, ["echo 7 > /app/state.txt", trojan])
+    assert "/usr/local/bin/cp" in seen[-1]  # the planted program is the one `cp` finds
+    assert result.outcome == "tampered" and any("cp" in p for p in result.tampered_paths), result.message
+    assert result.collect == []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import ArtifactSpec, check_destination
+from .model import CollectHook
 from .schema import MIN_MEMORY_MB, HarborTaskToml, Problems, parse_size_mb
 
 #: the versions of Harbor's task schema read here (Harbor 0.26 writes 1.4)
@@ -224,6 +225,28 @@ def artifacts(problems: Problems, file: Path, config: HarborTaskToml) -> list[Ar
     return out
 
 
+def collect_hooks(problems: Problems, file: Path, config: HarborTaskToml) -> list[CollectHook]:
+    """``[[verifier.collect]]``: commands the verifier runs in the agent's sandbox (after the
+    agent's processes are stopped, before the tests and the artifacts read it). Only the agent's
+    own sandbox (``service = "main"``) is run in here; another service is refused."""
+    out = []
+    for i, hook in enumerate(config.verifier.collect):
+        field = f"verifier.collect[{i}]"
+        if hook.service not in (None, "main"):
+            refuse(problems, file, f"{field}.service", f"{hook.service!r}: collect hooks run in the "
+                   "agent's sandbox only, not in the task's other services")
+            continue
+        if not hook.command.strip():
+            problems.error(file, f"{field}.command", "must be a non-empty shell command")
+            continue
+        if not 0 < hook.timeout_sec <= 3600:
+            problems.error(file, f"{field}.timeout_sec", f"must be in (0, 3600] seconds, got {hook.timeout_sec!r}")
+            continue
+        out.append(CollectHook(command=hook.command, timeout_sec=hook.timeout_sec,
+                               user=None if hook.user is None else str(hook.user)))
+    return out
+
+
 def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
     """Fields of Harbor's schema whose behaviour this project does not implement yet: each an
     error naming the field and the reason."""
@@ -232,9 +255,6 @@ def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
         refuse(problems, file, "steps", "multi-step tasks ([[steps]], with min_reward and "
                 "multi_step_reward_strategy) do not run here yet; split the task into one task "
                 "per step")
-    if config.verifier.collect:
-        refuse(problems, file, "verifier.collect", "collect hooks run before artifact "
-                "collection, which does not exist here yet; remove [[verifier.collect]]")
     if env.mcp_servers:
         refuse(problems, file, "environment.mcp_servers", "no MCP server is started for the "
                 "agent here; remove [[environment.mcp_servers]]")

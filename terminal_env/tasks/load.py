@@ -263,6 +263,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         problems.error(f, "environment.os", f"only linux sandboxes run here, got {env_cfg.os!r}")
     harbor.unsupported(problems, f, config)
     trial_artifacts = harbor.artifacts(problems, f, config)
+    collect = harbor.collect_hooks(problems, f, config)
     check_seconds(problems, f, "agent.timeout_sec", config.agent.timeout_sec)
     check_seconds(problems, f, "verifier.timeout_sec", config.verifier.timeout_sec)
     check_seconds(problems, f, "environment.build_timeout_sec",
@@ -327,6 +328,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         verifier_environment=verifier_environment,
         artifacts=list(dict.fromkeys(meta.artifacts)),
         trial_artifacts=trial_artifacts,
+        verifier_collect=collect,
         check_weights=dict(meta.check_weights),
         protected_paths=list(meta.protected_paths),
         solution_script=solve if solve.is_file() else None,

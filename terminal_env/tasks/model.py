@@ -82,6 +82,16 @@ def files_digest(files: dict[str, Path | bytes]) -> str:
 # ---- the loaded task -----------------------------------------------------------------------
 
 
+
+class CollectHook(BaseModel):
+    """One ``[[verifier.collect]]`` command: run by the verifier in the agent's sandbox, as
+    ``user`` (root when unset), within ``timeout_sec`` seconds, before the tests."""
+
+    command: str
+    timeout_sec: float = 60.0
+    user: str | None = None
+
+
 class Task(BaseModel):
     """A validated task, the same whatever its source format. Build its image with
     :func:`terminal_env.tasks.build.build_image`; run it through :meth:`to_spec`."""
@@ -112,6 +122,9 @@ class Task(BaseModel):
     #: Harbor's ``artifacts``: copied out of the agent's sandbox into the trial's directory after
     #: the run (the convention directory /logs/artifacts too, without being listed)
     trial_artifacts: list[ArtifactSpec] = Field(default_factory=list)
+    #: Harbor's ``[[verifier.collect]]``: commands the verifier runs in the agent's sandbox after
+    #: the agent's processes are stopped and before the tests (and the artifacts) read it
+    verifier_collect: list[CollectHook] = Field(default_factory=list)
     check_weights: dict[str, float] = Field(default_factory=dict)
     protected_paths: list[str] = Field(default_factory=list)
     # the oracle

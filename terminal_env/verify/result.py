@@ -180,6 +180,9 @@ class VerifierResult(BaseModel):
     exit_code: int | None = None
     log_tail: str = ""
     tampered_paths: list[str] = Field(default_factory=list)
+    #: the task's ``[[verifier.collect]]`` commands as they ran before the tests: command,
+    #: exit_code, timed_out, duration, the tail of their output
+    collect: list[dict[str, Any]] = Field(default_factory=list)
     #: what the guarded test run concluded (see :mod:`terminal_env.verify.guard`): "checked: ...",
     #: "unchecked: ..." or the reason the run was failed; empty when the tests did not run
     guard: str = ""

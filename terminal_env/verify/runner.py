@@ -132,17 +132,43 @@ class ProtectedVerifier:
         changed = _recompute_digest(self.task)
         if changed:
             return VerifierResult.infra_error(changed)
+        # The tests of a separate verifier run in a fresh box, but collect commands run in this
+        # one: then the programs they call must be the image's, as for tests in this box.
+        if self.mode == "same" or getattr(self.task, "verifier_collect", None):
+            t = time.perf_counter()
+            tampered = self.tamper_check(sandbox)
+            timings["tamper_check"] = time.perf_counter() - t
+            if tampered:
+                shown = ", ".join(tampered[:10]) + (" ..." if len(tampered) > 10 else "")
+                return VerifierResult.tampered(
+                    tampered, f"protected files were changed during the episode: {shown}"
+                )
+        collected = self._collect(sandbox, timings)
         if self.mode == "separate":
-            return self._verify_separate(sandbox, timings)
+            return _with_collect(self._verify_separate(sandbox, timings), collected)
+        return _with_collect(self._run_tests(sandbox, timings), collected)
+
+    def _collect(self, sandbox: Sandbox, timings: dict[str, float]) -> list[dict[str, Any]]:
+        """Run the task's ``[[verifier.collect]]`` commands in the agent's sandbox, whose
+        processes are stopped by now (nothing of the agent's runs beside them), in the verifier's
+        clean environment; then stop whatever they started. A command that fails or runs out of
+        time is recorded and the verification goes on: the tests judge what it left."""
+        hooks = list(getattr(self.task, "verifier_collect", None) or [])
+        if not hooks:
+            return []
         t = time.perf_counter()
-        tampered = self.tamper_check(sandbox)
-        timings["tamper_check"] = time.perf_counter() - t
-        if tampered:
-            shown = ", ".join(tampered[:10]) + (" ..." if len(tampered) > 10 else "")
-            return VerifierResult.tampered(
-                tampered, f"protected files were changed during the episode: {shown}"
-            )
-        return self._run_tests(sandbox, timings)
+        env = {**{str(k): str(v) for k, v in (getattr(self.task, "verifier_env", {}) or {}).items()},
+               **_SAFE_ENV}
+        runs = []
+        for hook in hooks:
+            run = sandbox.exec(["bash", "-c", hook.command], user=hook.user or "root", timeout=hook.timeout_sec,
+                               workdir=getattr(self.task, "workdir", None) or "/", env=env)
+            runs.append({"command": hook.command, "exit_code": run.exit_code, "timed_out": run.timed_out,
+                         "duration": round(run.duration, 3),
+                         "output": (run.stdout + run.stderr).decode("utf-8", "replace")[-1000:]})
+        self._sweep(sandbox)  # whatever the commands started must not write after them
+        timings["collect"] = time.perf_counter() - t
+        return runs
 
     def _sweep(self, sandbox: Sandbox) -> None:
         """Stop every process but the keeper (see :mod:`terminal_env.sandbox.sweep`): from the
@@ -257,7 +283,10 @@ class ProtectedVerifier:
         return self._names
 
     def _verify_separate(self, agent_box: Sandbox, timings: dict[str, float]) -> VerifierResult:
-        artifacts = list(getattr(self.task, "artifacts", ()) or ())
+        # restored at the same paths in the fresh box: the task's own list and Harbor's
+        # ``artifacts`` (what its collect commands snapshot travels this way)
+        artifacts = list(dict.fromkeys([*(getattr(self.task, "artifacts", ()) or ()),
+                                        *(a.source for a in getattr(self.task, "trial_artifacts", ()) or ())]))
         cfg = agent_box.config
         fresh = Sandbox(
             SandboxConfig(
@@ -301,6 +330,18 @@ class ProtectedVerifier:
 # ---------------------------------------------------------------------- helpers
 class _AgentExhausted(Exception):
     """The agent made its own sandbox unverifiable (not an infrastructure failure)."""
+
+
+def _with_collect(result: VerifierResult, runs: list[dict[str, Any]]) -> VerifierResult:
+    """``result`` with the collect commands' runs, a failed one named in the message."""
+    if not runs:
+        return result
+    failed = [r["command"] for r in runs if r["exit_code"] != 0]
+    update: dict[str, Any] = {"collect": runs}
+    if failed:
+        shown = "; ".join(f"`{c[:80]}`" for c in failed)
+        update["message"] = f"{result.message} (collect command(s) failed: {shown})".strip()
+    return result.model_copy(update=update)
 
 
 def _pids_exhausted(sandbox: Sandbox) -> bool:
