@@ -88,7 +88,7 @@ class CollectHook(BaseModel):
     ``user`` (root when unset), within ``timeout_sec`` seconds, before the tests."""
 
     command: str
-    timeout_sec: float = 60.0
+    timeout_sec: float = 600.0
     user: str | None = None
 
 

@@ -170,7 +170,7 @@ class HarborCollect(_Closed):
 
     command: str
     service: str = "main"
-    timeout_sec: float = 60.0
+    timeout_sec: float = 600.0  # as in Harbor
     user: str | int | None = None
 
 
