@@ -212,6 +212,12 @@ def main() -> int:
         "checks_equal": sum(p["checks_equal"] for p in pairs),
         "harbor_median_seconds": _median([p["harbor_seconds"] for p in pairs]),
         "ours_median_seconds": _median([p["ours_seconds"] for p in pairs]),
+        # per agent and round: the first oracle round also pays for each image's first build
+        "median_seconds_by_round": {
+            f"r{rnd}-{agent}": {side: _median([p[f"{side}_seconds"] for p in pairs
+                                               if p["round"] == rnd and p["agent"] == agent])
+                                for side in ("harbor", "ours")}
+            for rnd in range(1, args.rounds + 1) for agent in AGENTS},
         "harbor": HARBOR, "harbor_network": args.harbor_network,
         "note": ("Harbor ran copies whose network_mode 'no-network' reads 'public' (its Docker sidecar for the "
                  "other modes needs an image from Docker Hub); oracle and nop use no network"
