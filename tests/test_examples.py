@@ -49,8 +49,13 @@ def test_every_example_is_tested():
     assert sorted(p.name for p in (ROOT / "examples").glob("*.py")) == sorted(EXAMPLES)
 
 
+#: examples whose run is left to ``-m slow``: the default run has a test of the same path
+SLOW = {"verifiers_eval.py": "tests/test_integrations_verifiers.py runs vf-eval the same way"}
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("example", sorted(EXAMPLES))
+@pytest.mark.parametrize("example", [pytest.param(e, marks=pytest.mark.slow) if e in SLOW else e
+                                     for e in sorted(EXAMPLES)])
 def test_example_runs(example, client, base_image, tmp_path):
     if example in NEEDS and _missing(NEEDS[example][0]):
         pytest.skip(f"{example} needs {NEEDS[example][1]}")
