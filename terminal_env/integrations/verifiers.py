@@ -78,7 +78,7 @@ def record_from_info(info: dict[str, Any]) -> EpisodeRecord:
 
 
 if vf is not None:
-    from pydantic import Field, field_validator, model_validator
+    from pydantic import Field, ValidationInfo, field_validator, model_validator
 
     class TerminalTasksetConfig(vf.TasksetConfig):
         """``--env.taskset.*``: which terminal tasks, the reward, the harness and the budgets."""
@@ -97,11 +97,12 @@ if vf is not None:
         episode: dict[str, Any] = Field(default_factory=dict)
         """The episode's budgets: ``terminal_env.env.EnvConfig``'s fields (max_steps, ...)."""
 
-        @field_validator("reward")
+        @field_validator("reward", "harness")
         @classmethod
-        def _known_reward(cls, value: str) -> str:
+        def _known(cls, value: str, info: ValidationInfo) -> str:
+            known = get_reward if info.field_name == "reward" else get_harness
             try:
-                get_reward(value)
+                known(value)
             except (ConfigError, KeyError, ValueError) as exc:
                 raise ValueError(str(exc)) from None
             return value
@@ -116,14 +117,6 @@ if vf is not None:
                 raise ValueError(f"tasks {self.tasks}: no terminal task found there")
             return self
 
-        @field_validator("harness")
-        @classmethod
-        def _known_harness(cls, value: str) -> str:
-            try:
-                get_harness(value)
-            except (ConfigError, KeyError, ValueError) as exc:
-                raise ValueError(str(exc)) from None
-            return value
 
     class TerminalData(vf.TaskData):
         """One terminal task: its directory, split, category and difficulty. The prompt is None:
