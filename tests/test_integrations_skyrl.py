@@ -134,6 +134,8 @@ def test_bad_input_is_named(rows, tmp_path):
         _make(rows[0], on_infra_error="ignore")
     with pytest.raises(ConfigError, match="unknown reward"):
         _make(rows[0], reward="bogus")
+    with pytest.raises(ConfigError, match="reads the model's tool calls"):
+        _make(rows[0], harness="tool-calling")
     env = skyrl_gym.make("terminal-env", env_config={}, extras={"task": str(tmp_path)})
     with pytest.raises(ConfigError, match="is not a task directory"):
         env.init([])

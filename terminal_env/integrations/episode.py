@@ -278,6 +278,17 @@ class ToolEpisode:
             self.on_episode(self.record)
 
 
+def text_harness(harness: str | Harness) -> Harness:
+    """``harness`` (a name or a harness) when it reads plain text replies; a harness that reads
+    the model's tool calls is refused, naming the ones that fit (a text episode has only text)."""
+    found = get_harness(harness) if isinstance(harness, str) else harness
+    if found.tools():
+        name = harness if isinstance(harness, str) else type(harness).__name__
+        raise ConfigError(f"harness {name!r} reads the model's tool calls, and a text episode has only "
+                          "the reply's text: use generic, terminus or react")
+    return found
+
+
 class TextEpisode:
     """One task played by a model's replies as text: one of the project's harnesses (``generic``
     by default: one fenced bash block per reply, ``#!keys ...`` for keystrokes, ``#!submit`` when
@@ -295,7 +306,7 @@ class TextEpisode:
                  on_episode: Callable[[EpisodeRecord], Any] | None = None):
         if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
             raise ConfigError(f"max_turns must be a whole number of at least 1, got {max_turns!r}")
-        self.harness = get_harness(harness) if isinstance(harness, str) else harness
+        self.harness = text_harness(harness)
         self.episode = ToolEpisode(reward=reward, config=config, pool=pool, on_episode=on_episode)
         self.max_turns = max_turns
         #: the replies applied so far in this episode

@@ -37,9 +37,8 @@ import asyncio
 from typing import Any
 
 from ..errors import ConfigError, TerminalEnvError
-from ..harness import get_harness
 from ..rewards import get_reward
-from .episode import EpisodeRecord, TextEpisode, load_tasks
+from .episode import EpisodeRecord, TextEpisode, load_tasks, text_harness
 
 try:
     import verifiers.v1 as vf  # the optional install (its own virtual environment, see above)
@@ -100,7 +99,7 @@ if vf is not None:
         @field_validator("reward", "harness")
         @classmethod
         def _known(cls, value: str, info: ValidationInfo) -> str:
-            known = get_reward if info.field_name == "reward" else get_harness
+            known = get_reward if info.field_name == "reward" else text_harness
             try:
                 known(value)
             except (ConfigError, KeyError, ValueError) as exc:
