@@ -5,8 +5,8 @@ and the recorded log-probs reproduced by re-scoring the recorded tokens."""
 from __future__ import annotations
 
 import json
+import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -132,16 +132,18 @@ def test_a_backend_without_token_ids_is_labelled_or_refused():
 def test_the_gateway_runs_as_its_own_process_for_agents_elsewhere(tmp_path):
     script = tmp_path / "replies.json"
     script.write_text(json.dumps(["```bash\nls\n```"]))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    # port 0: the gateway takes a free port and says which (no race with another process for it)
     proc = subprocess.Popen([sys.executable, "-m", "terminal_env.integrations.gateway", "--model",
-                             f"scripted:{script}", "--port", str(port), "--record", str(tmp_path / "calls.jsonl")],
+                             f"scripted:{script}", "--port", "0", "--record", str(tmp_path / "calls.jsonl")],
                             stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stderr.readline()
-        assert f"http://127.0.0.1:{port}/v1" in line, line
-        status, payload = _post(f"http://127.0.0.1:{port}/v1", {"model": "m", "messages": [{"role": "user", "content": "go"}]})
+        said = []  # what it printed before its address (a dependency's warning must not hide it)
+        while not (found := re.search(r"http://127\.0\.0\.1:(\d+)/v1", said[-1] if said else "")):
+            line = proc.stderr.readline()
+            assert line, f"the gateway exited ({proc.poll()}) without saying where it listens: {said}"
+            said.append(line)
+        url = found.group(0)
+        status, payload = _post(url, {"model": "m", "messages": [{"role": "user", "content": "go"}]})
         assert status == 200 and payload["choices"][0]["message"]["content"] == "```bash\nls\n```"
     finally:
         proc.send_signal(signal.SIGINT)
