@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 import time
@@ -327,12 +328,17 @@ def main(argv: list[str] | None = None) -> int:
     except TerminalEnvError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # Ctrl-C, kill and process managers stop it the same way. SIGINT is set here, not inherited:
+    # a process started in the background of a script (``gateway ... &``) inherits SIGINT ignored,
+    # and Python then never turns it into KeyboardInterrupt.
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     print(f"gateway for {gw.model} at {gw.url} (OPENAI_BASE_URL={gw.url}); recording to {args.record}; "
-          "Ctrl-C stops it", file=sys.stderr)
+          "Ctrl-C or SIGTERM stops it", file=sys.stderr)
     try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+        while not stop.wait(0.5):
+            pass
     finally:
         gw.stop()
     return 0
