@@ -95,7 +95,8 @@ def warm_up(args: argparse.Namespace, root: Path, warmup: list[Path], train: lis
     from terminal_env.train.data import sft_samples
     from terminal_env.train.models import Pair
     from terminal_env.train.sft import SFT, SFTConfig
-    from terminal_env.train.trainer import LocalGenerator, PlaySettings, evaluate
+    from terminal_env.train.generators import LocalGenerator
+    from terminal_env.train.trainer import PlaySettings, evaluate
 
     t0 = time.perf_counter()
     tokenizer = make_tokenizer()

@@ -94,6 +94,12 @@ def test_the_config_refuses_selection_on_test_and_names_the_key(tmp_path):
         parse_config({**base, "stages": [{"kind": "rpr", "name": "r", "ppo": {"estimator": "magic"}}]})
     with pytest.raises(ConfigError, match="own name"):
         parse_config({**base, "stages": [{"kind": "rsr", "name": "a"}, {"kind": "rpr", "name": "a"}]})
+    with pytest.raises(ConfigError, match=r"generator: .*needs url .*and model"):
+        parse_config({**base, "generator": {"kind": "vllm"}})
+    with pytest.raises(ConfigError, match=r"generator: .*not an http\(s\) address"):
+        parse_config({**base, "generator": {"kind": "vllm", "url": "127.0.0.1:8000", "model": "m"}})
+    with pytest.raises(ConfigError, match=r"generator\.transport"):
+        parse_config({**base, "generator": {"kind": "vllm", "url": "http://h/v1", "model": "m", "transport": "tcp"}})
     bad = tmp_path / "bad.toml"
     bad.write_text("start = \n")
     with pytest.raises(ConfigError, match="bad.toml: not valid TOML"):
@@ -251,7 +257,8 @@ def test_a_ppo_run_through_a_served_generator_pushes_each_step_and_validates(tmp
     from terminal_env.models.openai_backend import OpenAIBackend
     from terminal_env.train.loopback import LoopbackVLLM
     from terminal_env.train.ppo import PPOConfig
-    from terminal_env.train.trainer import PlaySettings, PPORun, RunSettings, ServedGenerator
+    from terminal_env.train.generators import ServedGenerator
+    from terminal_env.train.trainer import PlaySettings, PPORun, RunSettings
     from terminal_env.train.weight_sync import VLLMWeightSync, pair_version
     from terminal_env.models.hf_backend import TransformersBackend
 
@@ -278,6 +285,49 @@ def test_a_ppo_run_through_a_served_generator_pushes_each_step_and_validates(tmp
             assert all(m["old_logprobs"] == "recompute" for m in summary["metrics"])  # served episodes
     finally:
         client.close(), server.close(), local.close()
+
+
+@pytest.mark.docker
+def test_a_loop_on_a_served_generator_pushes_each_checkpoint_before_it_plays(curriculum, tmp_path, base_image):
+    """[generator] kind = "vllm" (the project's loopback server, gloo transport): validation, RSR's
+    collector, the critic's rollouts, PPO's steps and the final evaluation all sample from the
+    server, each after the weights that play were pushed into it."""
+    import copy
+
+    from terminal_env.models.hf_backend import TransformersBackend
+    from terminal_env.train.loopback import LoopbackVLLM
+    from terminal_env.train.weight_sync import pair_version
+
+    base = Pair.load(curriculum / "base")
+    local = TransformersBackend(copy.deepcopy(base.actor), base.tokenizer, name="served")
+    # the served model starts with other weights: only a push makes it the checkpoint that plays
+    torch.nn.init.normal_(local.model.get_input_embeddings().weight)
+    server = LoopbackVLLM(local)
+    text = config_text(f'[generator]\nkind = "vllm"\nurl = "{server.base_url}"\nmodel = "loopback"\n'
+                       f'transport = "gloo"\ntimeout = 120\n')
+    text = text.replace('roles = { collector = { spec = "typed-oracle" } }\n', "")  # the actor collects, served
+    assert 'typed-oracle' not in text
+    loop = Loop(load_config(_write(curriculum, "served.toml", text)), tmp_path / "served")
+    try:
+        manifest = loop.run()
+    finally:
+        server.close(), local.close()
+    assert manifest["status"] == "complete" and set(manifest["final"]["scores"]) == {"base", "rsr-1", "rpr-1"}
+    assert manifest["config"]["generator"]["kind"] == "vllm"
+    completions = [body for route, body in server.calls if route == "/v1/completions"]
+    assert len(completions) >= 2 + 2 + 4 + 4  # RSR's 2 tasks, validations, the critic's 4 and PPO's 2x2
+    # the base actor was pushed before the first validation, and RSR's collector played it
+    assert loop.seat.pushed[0] == pair_version(base.meta["actor"], 0)
+    stages = manifest["stages"]
+    assert stages[1]["hyperparameters"]["roles"]["collector"].startswith("openai:loopback")
+    # PPO's episodes came from the server (their old log-probs recomputed by the trainer)
+    metrics = [json.loads(x) for x in (tmp_path / "served" / "02-rpr-1" / "ppo" / "metrics.jsonl").read_text()
+               .splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2] and all(m["old_logprobs"] == "recompute" for m in metrics)
+    # what the server holds at the end: the last checkpoint the final evaluation played
+    last = Pair.load(tmp_path / "served" / stages[-1]["kept"]["path"])
+    held = local.model.state_dict()
+    assert all(torch.equal(held[k], v) for k, v in last.actor.state_dict().items())
 
 
 @pytest.mark.docker

@@ -63,7 +63,7 @@ import transformers
 from .. import __version__
 from ..errors import ConfigError
 from ..fileio import write_atomic
-from ..models.hf_backend import HFChatTokenizer, TransformersBackend
+from ..models.hf_backend import HFChatTokenizer
 from ..report.loop import write_loop_report
 from ..rsr.config import Role, RSRConfig
 from ..rsr.dataset import read_records
@@ -79,7 +79,8 @@ from .loop_config import LoopConfig, RPRStage, RSRStage, Scoring, load_config, p
 from .models import Pair
 from .ppo import PPOConfig
 from .sft import SFT, SFTConfig
-from .trainer import LocalGenerator, PlaySettings, PPORun, RunSettings, evaluate, load_state, play, save_state
+from .generators import Seat
+from .trainer import PlaySettings, PPORun, RunSettings, evaluate, load_state, play, save_state
 from .weight_sync import pair_version
 
 __all__ = ["Loop", "LoopConfig", "load_config", "parse_config", "kill_point"]
@@ -150,6 +151,7 @@ class Loop:
                                  max_new_tokens=config.play.max_new_tokens,
                                  max_input_tokens=config.play.max_input_tokens, reward=config.play.reward,
                                  concurrency=config.play.concurrency, command_timeout=config.play.command_timeout)
+        self.seat = Seat(config.generator, concurrency=config.play.concurrency)
 
     def _split(self, name: str) -> list[Path]:
         """Folders of tasks, or ``pool`` / ``pool:generated`` (that pool's tasks of this split)."""
@@ -176,20 +178,21 @@ class Loop:
 
     def _validate(self, checkpoint: Path) -> dict[str, Any]:
         """Mean@k of the checkpoint's actor on the validation split."""
-        pair_meta = json.loads((checkpoint / "pair.json").read_text())
-        return self._score(checkpoint, self.splits["validation"], self.config.validation, pair_meta["actor"])
+        return self._score(checkpoint, self.splits["validation"], self.config.validation)
 
-    def _score(self, checkpoint: Path, tasks: list[Path], scoring: Scoring, actor_id: str) -> dict[str, Any]:
-        backend = TransformersBackend(str(checkpoint / "actor"), name="actor", max_batch=self.play.concurrency,
-                                      weights_version=pair_version(actor_id, 0))
-        try:
+    def _score(self, checkpoint: Path, tasks: list[Path], scoring: Scoring) -> dict[str, Any]:
+        with self.seat.playing(checkpoint) as backend:
             return evaluate(backend, tasks, self.play, k=scoring.k, temperature=scoring.temperature,
                             seed=scoring.seed)
-        finally:
-            backend.close()
 
     # -- the run
     def run(self) -> dict[str, Any]:
+        try:
+            return self._run()
+        finally:
+            self.seat.close()
+
+    def _run(self) -> dict[str, Any]:
         start = self.config.path(self.config.start)
         base = Pair.load(start)  # a bad start fails before anything is played
         del base
@@ -321,10 +324,9 @@ class Loop:
         """The RSR run of stage ``index``: the actor at ``start`` collects (and plays the other roles
         with ``self``), the previous RSR stage's records mixed in with ``mix_previous``."""
         c = self.config
-        actor = start / "actor"
-        collector = Role(spec=f"hf:{actor}", options={"max_batch": c.play.concurrency},
-                         params={"temperature": c.play.rollout_temperature, "max_new_tokens": c.play.max_new_tokens,
-                                 "max_input_tokens": c.play.max_input_tokens})
+        collector = Role(**self.seat.collector(start, {
+            "temperature": c.play.rollout_temperature, "max_new_tokens": c.play.max_new_tokens,
+            "max_input_tokens": c.play.max_input_tokens}))
         rsr = RSRConfig(tasks=[str(p) for p in self.splits["train"]], harnesses=list(stage.harnesses),
                         collector=collector, attempts=stage.attempts, max_turns=c.play.max_turns,
                         seed=c.seed * 1000 + index, round=stage.name, concurrency=c.play.concurrency)
@@ -379,12 +381,9 @@ class Loop:
         report_file = directory / "critic.json"
         if not (calibrated / "pair.json").is_file():
             pair = Pair.load(start)
-            generator = LocalGenerator(pair, pair_version(pair.meta["actor"], 0), max_batch=c.play.concurrency)
-            try:
-                trajectories = play(generator.backend, self.splits["train"], self.play,
+            with self.seat.playing(start, pair) as backend:
+                trajectories = play(backend, self.splits["train"], self.play,
                                     attempts=stage.critic.attempts, seed=c.seed * 1_000_000 + 500_000 + index)
-            finally:
-                generator.close()
             batch, skipped = to_episodes(trajectories, reward=c.play.reward, multi_segment="drop",
                                          weights=pair_version(pair.meta["actor"], 0))
             cc = stage.critic
@@ -435,6 +434,7 @@ class Loop:
                                validation_seed=c.validation.seed)
         run = PPORun(directory / "ppo", pair, config, settings, train_tasks=self.splits["train"],
                      validation_tasks=self.splits["validation"], reference=reference,
+                     generator=self.seat.ppo_generator(pair),
                      force=estimator != "gae", log=self.log, kill=lambda point: kill_point(f"{stage.name}-{point}"))
         summary = run.run()
         for v in summary["validation"]:
@@ -459,7 +459,7 @@ class Loop:
             cache = final_dir / f"{meta['actor']}.json"
             if not cache.is_file():
                 t0 = time.perf_counter()
-                result = self._score(path, self.splits["test"], c.evaluation, meta["actor"])
+                result = self._score(path, self.splits["test"], c.evaluation)
                 write_atomic(cache, json.dumps(result, indent=1, sort_keys=True))
                 self._time(f"test-{record['name']}", time.perf_counter() - t0)
                 kill_point(f"final-{record['name']}")

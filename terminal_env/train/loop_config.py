@@ -22,7 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..rewards import get_reward
@@ -139,6 +139,37 @@ class RPRStage(_Strict):
     ppo: PPOSettings = Field(default_factory=PPOSettings)
 
 
+class Generator(_Strict):
+    """Where the actor plays (rollouts, RSR's roles, validation, the final evaluation).
+
+    ``local``: a copy of the actor in this process (the default). ``vllm``: a vLLM server started
+    with the weight-transfer engine (``VLLM_SERVER_DEV_MODE=1 vllm serve BASE --weight-transfer-config
+    '{"backend": "nccl"}'``); before a checkpoint plays, its actor's weights are pushed into the server
+    (:class:`~terminal_env.train.weight_sync.VLLMWeightSync`), and PPO pushes each step's."""
+
+    kind: Literal["local", "vllm"] = "local"
+    #: the server's OpenAI base URL, e.g. http://127.0.0.1:8000/v1
+    url: str | None = None
+    #: the model name the server serves (``--served-model-name``)
+    model: str | None = None
+    api_key: str = "none"
+    #: "nccl" (vLLM's engine, a GPU beside the trainer) or "gloo" (the project's loopback server)
+    transport: Literal["nccl", "gloo"] = "nccl"
+    master_address: str = "127.0.0.1"
+    timeout: float = Field(300.0, gt=0)
+    pause_mode: Literal["abort", "wait", "keep"] = "abort"
+
+    @model_validator(mode="after")
+    def _where(self) -> "Generator":
+        if self.kind == "vllm" and not (self.url and self.model):
+            raise ValueError("kind = \"vllm\" needs url (the server's /v1 address) and model (the name it serves)")
+        if self.kind == "local" and (self.url or self.model):
+            raise ValueError("url and model are for kind = \"vllm\"; a local generator plays in this process")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} is not an http(s) address, e.g. http://127.0.0.1:8000/v1")
+        return self
+
+
 Stage = Annotated[Union[RSRStage, RPRStage], Field(discriminator="kind")]
 
 
@@ -158,6 +189,7 @@ class LoopConfig(_Strict):
     #: the split candidates are chosen on; anything but "validation" is refused
     select_on: str = "validation"
     play: Play = Field(default_factory=Play)
+    generator: Generator = Field(default_factory=Generator)
     validation: Scoring = Field(default_factory=lambda: Scoring(k=3, temperature=0.6))
     evaluation: Scoring = Field(default_factory=lambda: Scoring(k=3, temperature=0.6, seed=9_000_000))
     stages: list[Stage] = Field(default_factory=default_stages)

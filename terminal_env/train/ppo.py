@@ -415,7 +415,7 @@ class PPO:
         if c.old_logprobs not in ("auto", "recompute", "rollout"):
             raise ConfigError(f"PPOConfig.old_logprobs must be auto, recompute or rollout, not {c.old_logprobs!r}")
         if c.tis_cap is not None and c.tis_cap <= 0:
-            raise ConfigError(f"PPOConfig.tis_cap must be above 0 (e.g. 2.0), or None for no importance weights")
+            raise ConfigError("PPOConfig.tis_cap must be above 0 (e.g. 2.0), or None for no importance weights")
         mode = c.old_logprobs
         if mode == "auto":
             mode = "recompute" if any(e.served for e in episodes) else "rollout"

@@ -31,7 +31,6 @@ validated ones stay (the loop chooses among them).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import random
@@ -46,11 +45,11 @@ import torch
 from ..errors import ConfigError
 from ..fileio import write_atomic
 from ..models.base import SamplingParams
-from ..models.hf_backend import TransformersBackend
 from ..rewards import get_reward
 from ..verify.result import VerifierResult
 from .data import episodes as to_episodes
 from .evaluation import score, task_scores
+from .generators import LocalGenerator
 from .models import Pair
 from .ppo import PPO, PPOConfig
 from .rollouts import collect
@@ -187,39 +186,6 @@ def evaluate(backend: Any, tasks: list[Any], settings: PlaySettings, *, k: int, 
             "episodes": len(rows), "masked": sum(r["masked"] for r in rows),
             "per_task": {t: {"strict_success": round(s["strict_success"], 4), "reward": round(s["reward"], 4)}
                          for t, s in sorted(per_task.items())}}
-
-
-# ---------------------------------------------------------------------------- the generator
-class LocalGenerator:
-    """The actor served in this process (:class:`TransformersBackend` over a copy of its weights:
-    the trainer's weights reach it only through :meth:`push`)."""
-
-    def __init__(self, pair: Pair, version: str, *, max_batch: int = 8, name: str = "actor"):
-        self.backend = TransformersBackend(copy.deepcopy(pair.actor).eval(), pair.tokenizer, name=name,
-                                           max_batch=max_batch, weights_version=version)
-
-    def push(self, pair: Pair, version: str) -> None:
-        self.backend.load_weights({k: v.detach().clone() for k, v in pair.actor.state_dict().items()},
-                                  version=version)
-
-    def close(self) -> None:
-        self.backend.close()
-
-
-class ServedGenerator:
-    """The actor served by a vLLM server (:class:`~terminal_env.models.openai_backend.OpenAIBackend`
-    with ``token_ids=True``), its new weights pushed by a
-    :class:`~terminal_env.train.weight_sync.VLLMWeightSync` (which also names the version on the
-    backend's later turns). The server and the sync belong to the caller, who closes them."""
-
-    def __init__(self, backend: Any, sync: Any):
-        self.backend, self.sync = backend, sync
-
-    def push(self, pair: Pair, version: str) -> None:
-        self.sync.push(pair.actor, version)
-
-    def close(self) -> None:
-        pass
 
 
 # ---------------------------------------------------------------------------- a PPO run
