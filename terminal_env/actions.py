@@ -17,7 +17,7 @@ Command(kind='command', command='make test', timeout=30.0)
 >>> parse_action("#!keys ':wq' Enter")
 Keys(kind='keys', keys=[':wq', 'Enter'], literal=False, wait=1.0, quiet=0.15)
 >>> parse_action("#!submit")
-Submit(kind='submit')
+Submit(kind='submit', final=False)
 >>> parse_action({"kind": "keys", "keys": ["C-c"]}).keys
 ['C-c']
 """
@@ -58,9 +58,12 @@ class Keys(_Action):
 
 
 class Submit(_Action):
-    """The agent is done; the episode ends (and is verified, when a verifier is set)."""
+    """The agent is done; the episode ends (and is verified, when a verifier is set). In a
+    multi-step task it ends the current step, and the next one begins (``final``: the episode
+    ends here, the later steps not run)."""
 
     kind: Literal["submit"] = "submit"
+    final: bool = False
 
 
 Action = Annotated[Union[Command, Keys, Submit], Field(discriminator="kind")]

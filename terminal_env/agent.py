@@ -136,6 +136,10 @@ class _Episode:
             exit_code=info.get("exit_code"), duration=time.monotonic() - t0,
             timed_out=bool(info.get("timed_out")), truncated=bool(info.get("truncated")),
         )
+        if "task_step" in info and ("next_step" in info or terminated or truncated):
+            # a step of a multi-step task ended here: the boundary, in the trajectory
+            self.traj.extra.setdefault("task_steps", []).append(
+                {**info["task_step"], "after_turn": len(self.traj.turns)})
         if terminated or truncated:
             self.finish(info, "submitted" if terminated else self._truncation_reason(info))
             self.traj.reward = float(reward)
@@ -158,8 +162,9 @@ class _Episode:
             t.error = f"verification failed for infrastructure reasons: {getattr(result, 'message', '')}"
 
     def verify_now(self, termination: str) -> None:
-        """End the episode where it stands and verify the work so far."""
-        obs, reward, _, _, info = self.env.step(Submit())
+        """End the episode where it stands and verify the work so far (a multi-step task's later
+        steps are not run)."""
+        obs, reward, _, _, info = self.env.step(Submit(final=True))
         if self.on_step is not None:
             self.on_step(Submit(), obs, info)
         self.finish(info, termination)

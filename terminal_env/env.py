@@ -41,6 +41,7 @@ from .rewards import get_reward
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .sandbox.engine import engine_errors
 from .scale.warm import Ready
+from .steps import between_steps, combine, min_reward_failure
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
 from .verify.result import disk_budget_result, exhausted_result
@@ -179,6 +180,8 @@ class TerminalEnv(gym.Env[str, str]):
         self._done = True
         self._last_text = ""
         self._agent_death: str | None = None  # why the agent's doing stopped the sandbox
+        self._step_index = 0
+        self._step_runs: list[Any] = []
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -197,15 +200,22 @@ class TerminalEnv(gym.Env[str, str]):
             else:
                 ready, warm = self._make_ready(), False
         sandbox, session = ready.sandbox, ready.session
+        self.sandbox, self.session = sandbox, session
+        self._step_index, self._step_runs = 0, []
+        header = ""
+        if self.task_steps:
+            self.verifier = self.prepared.verifier(step=0)
+            with engine_errors():
+                between_steps(sandbox, self.task_steps[0], self.task.workdir, self.task.user)
+            header = f"[terminal-env] step 1 of {len(self.task_steps)}: {self.task_steps[0].name}\n\n"
         if self.recorder is not None:
             # attached after start-up: the recording shows the agent's terminal, not our setup
             session.on_output, session.on_input = self.recorder.output, self.recorder.input
-        self.sandbox, self.session = sandbox, session
         self._steps, self._t0, self._done = 0, time.monotonic(), False
         self._agent_death = None
         self._last_text = ""
         obs = fit_text(
-            f"{self.task.instruction.rstrip()}\n\n[terminal-env] a bash shell is ready in {session.cwd}.",
+            f"{header}{self.task.instruction.rstrip()}\n\n[terminal-env] a bash shell is ready in {session.cwd}.",
             self.config.max_observation_chars,
         )
         info = {
@@ -213,6 +223,7 @@ class TerminalEnv(gym.Env[str, str]):
             "cwd": session.cwd,
             "container": sandbox.name,
             "warm": warm,
+            **({"task_step": self._step_info()} if self.task_steps else {}),
             "timings": {
                 "sandbox_create": sandbox.timing.create,
                 "sandbox_start": sandbox.timing.start,
@@ -255,7 +266,7 @@ class TerminalEnv(gym.Env[str, str]):
                 text = _append_line(text, f"[terminal-env] step budget of {self.config.max_steps} used up.")
             elif self._time_left() <= 0:
                 truncated = True
-                text = _append_line(text, f"[terminal-env] time budget of {self.config.time_limit:g} s used up.")
+                text = _append_line(text, f"[terminal-env] time budget of {self._time_limit():g} s used up.")
         if self._agent_death is not None and not terminated:
             truncated = True
             text = _append_line(text, "[terminal-env] the episode is over.")
@@ -271,6 +282,13 @@ class TerminalEnv(gym.Env[str, str]):
         if disk is not None and disk.tripped:
             info["disk_exceeded"] = True
         reward = 0.0
+        if (terminated or truncated) and self.task_steps:
+            # a step ends: by the agent's submit or its time budget the next step can begin;
+            # the episode's step budget, a final submit, a dead sandbox or a full disk end it all
+            final = (isinstance(act, Submit) and act.final) or (truncated and (
+                self._steps >= self.config.max_steps or self._agent_death is not None
+                or bool(info.get("disk_exceeded"))))
+            return self._end_step(text, info, terminated, truncated, final)
         if terminated or truncated:
             self._done = True
             reward, info["verification"] = self._verify()
@@ -306,8 +324,13 @@ class TerminalEnv(gym.Env[str, str]):
         caller's choosing was given) and its time budget (unless one was chosen)."""
         self.prepared = prepare_task(task, build=self._build_options, client=self._client)
         self.task = self.prepared.spec
+        #: a multi-step task's steps (terminal_env.steps), else []
+        self.task_steps = self.prepared.steps
+        if self.task_steps and self.verifier is not None and not isinstance(self.verifier, ProtectedVerifier):
+            raise ConfigError(f"task {self.task.name!r} has {len(self.task_steps)} steps, each verified by its "
+                              f"own tests: a verifier of your own cannot judge them; leave verifier unset")
         if self.verifier is None or isinstance(self.verifier, ProtectedVerifier):
-            self.verifier = self.prepared.verifier()
+            self.verifier = self.prepared.verifier(step=0 if self.task_steps else None)
         if not self._explicit_time_limit and self.prepared.time_limit:
             self.config = self.config.model_copy(update={"time_limit": self.prepared.time_limit})
 
@@ -322,27 +345,33 @@ class TerminalEnv(gym.Env[str, str]):
             sandbox.start()
             self._prepare(sandbox)
             t_session = time.perf_counter()
-            session = ShellSession(
-                sandbox,
-                SessionConfig(
-                    rows=self.config.rows,
-                    cols=self.config.cols,
-                    max_output_chars=self.config.max_output_chars,
-                    workdir=self.task.workdir,
-                ),
-            )
-            if self.config.screen:
-                session.enable_screen()
-            session.start()
+            session = self._open_session(sandbox)
             sandbox.timing.extra["session_start"] = time.perf_counter() - t_session
         except BaseException:
             sandbox.remove()
             raise
         return Ready(sandbox, session)
 
+    def _open_session(self, sandbox: Sandbox) -> ShellSession:
+        session = ShellSession(
+            sandbox,
+            SessionConfig(
+                rows=self.config.rows,
+                cols=self.config.cols,
+                max_output_chars=self.config.max_output_chars,
+                workdir=self.task.workdir,
+            ),
+        )
+        if self.config.screen:
+            session.enable_screen()
+        session.start()
+        return session
+
     def _sandbox_config(self) -> Any:
+        # a multi-step task opens a new shell per step: the first is an exec like the others
         return self.task.sandbox_config(
-            run_id=self.config.run_id, runtime=self.config.runtime, first_shell=self.config.first_shell
+            run_id=self.config.run_id, runtime=self.config.runtime,
+            first_shell="exec" if self.task_steps else self.config.first_shell,
         )
 
     def _recipe_key(self) -> str:
@@ -366,10 +395,82 @@ class TerminalEnv(gym.Env[str, str]):
                     f"{cmd!r}\n{res.output[-2000:]}"
                 )
 
+    def _time_limit(self) -> float | None:
+        """The time budget of the episode, or of the current step of a multi-step task (its own
+        agent timeout, unless the caller chose a time limit)."""
+        if self.task_steps and not self._explicit_time_limit:
+            return self.task_steps[self._step_index].agent_timeout or self.config.time_limit
+        return self.config.time_limit
+
     def _time_left(self) -> float:
-        if self.config.time_limit is None:
+        limit = self._time_limit()
+        if limit is None:
             return float("inf")
-        return self.config.time_limit - (time.monotonic() - self._t0)
+        return limit - (time.monotonic() - self._t0)
+
+    # ------------------------------------------------------------------ multi-step tasks
+    @property
+    def step_index(self) -> int:
+        """Which step of a multi-step task the episode is in (from 0; 0 for a one-step task)."""
+        return self._step_index if self.task_steps else 0
+
+    def _step_info(self) -> dict[str, Any]:
+        step = self.task_steps[self._step_index]
+        return {"index": self._step_index, "name": step.name, "of": len(self.task_steps)}
+
+    def _end_step(self, text: str, info: dict[str, Any], terminated: bool, truncated: bool,
+                  final: bool):
+        """The current step's verification; then the next step, or the episode's verdict."""
+        step = self.task_steps[self._step_index]
+        reward, result = self._verify()
+        self._step_runs.append((step.name, result, reward))
+        info["task_step"] = {**self._step_info(), "outcome": result.outcome.value, "reward": reward}
+        last = self._step_index + 1 == len(self.task_steps)
+        stopped = None
+        if result.masked:
+            stopped = f"step {step.name}'s verification failed for infrastructure reasons"
+        elif result.outcome.value == "tampered":
+            stopped = f"step {step.name} tampered with the verifier's files"
+        elif final:
+            stopped = f"the episode ended in step {step.name}"
+        elif (why := min_reward_failure(result, step.min_reward)) is not None:
+            stopped = f"step {step.name}: {why}"
+        if not last and stopped is None:
+            self._next_step()
+            nxt = self.task_steps[self._step_index]
+            info["next_step"] = self._step_info()
+            text = (f"{text}\n[terminal-env] step {self._step_index} of {len(self.task_steps)} is over.\n\n"
+                    f"[terminal-env] step {self._step_index + 1} of {len(self.task_steps)}: {nxt.name}\n\n"
+                    f"{nxt.instruction.rstrip()}\n\n[terminal-env] a new bash shell is ready in {self.session.cwd}.")
+            self._last_text = text
+            return fit_text(text, self.config.max_observation_chars), 0.0, False, False, info
+        self._done = True
+        combined, total = combine(self._step_runs, getattr(self.source_task, "multi_step_reward_strategy", None),
+                                  len(self.task_steps), None if last else stopped)
+        info["verification"] = combined
+        info["masked"] = combined.masked
+        if self.artifacts_dir is not None and self.sandbox is not None:
+            info["artifacts"] = self.artifacts = collect_artifacts(
+                self.sandbox, list(getattr(self.source_task, "trial_artifacts", None) or []),
+                Path(self.artifacts_dir))
+        self._last_text = text
+        return fit_text(text, self.config.max_observation_chars), total, terminated, truncated, info
+
+    def _next_step(self) -> None:
+        """The sandbox as the next step's agent finds it: the verifier's files gone, the step's
+        ``workdir/`` copied in and its ``setup.sh`` run, a new shell (the verifier stopped every
+        process of the last), the disk budget watched again."""
+        assert self.sandbox is not None and self.session is not None
+        self.session.close()
+        self._step_index += 1
+        self.verifier = self.prepared.verifier(step=self._step_index)
+        with engine_errors():
+            between_steps(self.sandbox, self.task_steps[self._step_index], self.task.workdir, self.task.user)
+            self.sandbox.watch_disk()
+            self.session = self._open_session(self.sandbox)
+        if self.recorder is not None:
+            self.session.on_output, self.session.on_input = self.recorder.output, self.recorder.input
+        self._t0 = time.monotonic()
 
     def _act(self, act: Command | Keys, remaining: float) -> StepOutput:
         assert self.session is not None

@@ -58,12 +58,19 @@ class PreparedTask:
         """Whether episodes of this task end in the protected verifier (the task has tests)."""
         return self.source is not None
 
-    def verifier(self, timeout: float | None = None) -> ProtectedVerifier | None:
+    def verifier(self, timeout: float | None = None, *, step: int | None = None) -> ProtectedVerifier | None:
         """A protected verifier of this task for one environment (None without tests);
-        ``timeout`` overrides the task's verifier timeout."""
+        ``timeout`` overrides the task's verifier timeout; ``step``: of that step of a multi-step
+        task (its tests laid over the task's)."""
         if self.source is None:
             return None
-        return ProtectedVerifier(self.source, timeout=timeout)
+        task = self.source.step_task(step) if step is not None else self.source
+        return ProtectedVerifier(task, timeout=timeout)
+
+    @property
+    def steps(self) -> list[Any]:
+        """The steps of a multi-step task (:class:`~terminal_env.tasks.model.TaskStep`), else []."""
+        return list(getattr(self.source, "steps", None) or [])
 
 
 def prepare_task(

@@ -148,13 +148,77 @@ def test_invalid_strategy_and_types_name_the_field(tmp_path):
 # ---- fields refused: they do not run here (yet) ------------------------------------------------
 
 
-def test_steps_are_read_typed_then_refused(tmp_path):
-    d = task_with(tmp_path, top='multi_step_reward_strategy = "mean"',
-                  tables='[[steps]]\nname = "one"\nmin_reward = 0.5\n\n'
-                         '[[steps]]\nname = "two"\nmin_reward = { reward = 1.0 }\n')
-    assert "multi-step" in refused(d, "steps")
-    bad = task_with(tmp_path / "b", tables='[[steps]]\nname = "one"\nmin_reward = "high"\n')
-    assert "high" in error(bad, "steps[0].min_reward")  # typed: a bad value is named too
+STEPS = FIXTURES / "harbor-steps"
+
+
+def steps_task(tmp_path: Path, toml_edit=None) -> Path:
+    d = tmp_path / "steps-task"
+    shutil.copytree(STEPS, d)
+    if toml_edit:
+        (d / "task.toml").write_text(toml_edit((d / "task.toml").read_text()))
+    return d
+
+
+def test_steps_load_each_with_its_instruction_tests_solution_and_workdir(tmp_path):
+    task, found = read_task(STEPS)
+    assert task is not None and not [p for p in found if p.severity == "error"]
+    assert [s.name for s in task.steps] == ["01-notes", "02-count"]
+    assert task.multi_step_reward_strategy == "mean"
+    first, second = task.steps
+    assert first.min_reward == 1.0 and second.min_reward is None
+    assert task.instruction == first.instruction and "alpha" in first.instruction
+    assert second.agent_timeout == 60.0 and second.workdir_dir is not None
+    # a step as a task: the task's tests/ with the step's laid over them (test.sh replaced)
+    view = task.step_task(1)
+    assert sorted(view.verifier_files()) == ["check.sh", "test.sh"]
+    assert view.verifier_files()["test.sh"] == STEPS / "steps" / "02-count" / "tests" / "test.sh"
+    assert view.verifier_env == {"EXPECTED_FILE": "/app/count.txt"} and view.agent_timeout == 60.0
+    assert view.solution_script == STEPS / "steps" / "02-count" / "solution" / "solve.sh"
+    # the task's digest covers every step's tests: one step's test changed changes it
+    d = steps_task(tmp_path)
+    (d / "steps" / "02-count" / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    assert load_task(d).tests_digest != task.tests_digest
+    assert load_task(d).step_task(0).tests_digest == task.step_task(0).tests_digest
+
+
+@pytest.mark.parametrize("edit, field, says", [
+    (lambda t: t.replace('name = "02-count"', 'name = "../02-count"'), "steps[1].name", "portable directory name"),
+    (lambda t: t.replace('name = "02-count"', 'name = "01-NOTES"'), "steps[1].name", "used by an earlier step"),
+    (lambda t: t.replace("min_reward = 1.0", "min_reward = {}"), "steps[0].min_reward", "empty table"),
+    (lambda t: t.replace("min_reward = 1.0", 'min_reward = "high"'), "steps[0].min_reward", "high"),
+    (lambda t: t + "[[steps]]\nname = \"03-missing\"\n", "", "03-missing"),
+])
+def test_bad_steps_are_named(tmp_path, edit, field, says):
+    d = steps_task(tmp_path, edit)
+    found = [p for p in problems(d) if p.severity == "error" and (p.field == field or not field)]
+    assert any(says in p.message or says in str(p) for p in found), [str(p) for p in problems(d)]
+    assert read_task(d)[0] is None
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda t: t.replace('[[steps]]\nname = "01-notes"', '[[steps]]\nname = "01-notes"\n'
+                         'healthcheck = { command = "true" }'), "steps[0].healthcheck"),
+    (lambda t: t.replace('[[steps]]\nname = "01-notes"', '[[steps]]\nname = "01-notes"\n'
+                         'artifacts = ["/app/notes.txt"]'), "steps[0].artifacts"),
+    (lambda t: t.replace("[steps.agent]\n", '[steps.agent]\nuser = "nobody"\n'), "steps[1].agent.user"),
+    (lambda t: t.replace("[steps.agent]\n", '[steps.agent]\nnetwork_mode = "public"\n'),
+     "steps[1].agent.network_mode"),
+    (lambda t: t.replace("[steps.verifier]\n", '[steps.verifier]\nenvironment_mode = "separate"\n'),
+     "steps[1].verifier"),
+    (lambda t: t.replace("[verifier]\n", '[verifier]\nenvironment_mode = "separate"\n'), "steps"),
+    (lambda t: t.replace('network_mode = "no-network"', 'network_mode = "public"'), "steps"),
+])
+def test_step_fields_not_run_here_are_refused(tmp_path, edit, field):
+    refused(steps_task(tmp_path, edit), field)
+
+
+def test_a_multi_step_task_needs_no_top_level_instruction_or_solution(tmp_path):
+    d = steps_task(tmp_path)
+    assert not (d / "instruction.md").exists() and not (d / "solution").exists()
+    (d / "tests" / "test.sh").unlink()  # every step has its own test.sh
+    assert load_task(d).steps
+    (d / "steps" / "01-notes" / "tests" / "test.sh").unlink()  # now step 1 has none to fall back on
+    assert "no test.sh of its own" in error(d, "")
 
 
 def test_artifacts_load_as_harbor_means_them(tmp_path):

@@ -136,32 +136,43 @@ class OracleBackend(EpisodeAware):
     native_harness = "generic"
 
     def __init__(self) -> None:
-        self._turn = 0
-        self._cmd: str | None = None
+        self._env: Any = None
+        self._ran: int | None = None  # the step whose solution ran last (0 for a one-step task)
 
     def start_episode(self, env: Any, harness: Any) -> None:
         task = env.source_task
         if task is None:
             raise ConfigError("the oracle needs a task directory (it runs the task's solution/)")
-        files = task.solution_files()
-        if not files:
-            raise ConfigError(f"task {task.name!r} has no solution/: the oracle cannot run")
-        env.sandbox.write_files(
+        steps = list(getattr(task, "steps", None) or [])
+        views = [task.step_task(i) for i in range(len(steps))] if steps else [task]
+        for view in views:
+            if not view.solution_files():
+                where = f"steps/{steps[views.index(view)].name}/solution/" if steps else "solution/"
+                raise ConfigError(f"task {task.name!r} has no {where}: the oracle cannot run")
+        self._env, self._views, self._ran = env, views, None
+
+    def _command(self, step: int) -> str:
+        """Copy step ``step``'s solution in (for this backend only, removed when it ends) and
+        the command that runs it within its agent timeout."""
+        task = self._views[step]
+        self._env.sandbox.write_files(
             {
                 f"{SOLUTION_DIR}/{name.lstrip('/')}": src if isinstance(src, bytes) else Path(src).read_bytes()
-                for name, src in files.items()
+                for name, src in task.solution_files().items()
             },
             mode=0o755,
         )
         timeout = float(getattr(task, "agent_timeout", 600) or 600)
         command = " ".join(task.solution_command) + f"; rm -rf {SOLUTION_DIR}"
-        self._turn = 0
-        self._cmd = action_to_text(Command(command=command, timeout=timeout))
+        return action_to_text(Command(command=command, timeout=timeout))
 
     def complete(self, messages, *, tools=None, params=None) -> Completion:
-        self._turn += 1
-        first = self._turn == 1 and self._cmd is not None
-        return Completion(text=fenced(self._cmd if first else "#!submit"), finish_reason="stop")
+        # each step: its solution once, then submit (a multi-step task's next step follows)
+        step = getattr(self._env, "step_index", 0) if len(self._views) > 1 else 0
+        if self._ran != step:
+            self._ran = step
+            return Completion(text=fenced(self._command(step)), finish_reason="stop")
+        return Completion(text=fenced("#!submit"), finish_reason="stop")
 
 
 class HumanBackend(EpisodeAware):

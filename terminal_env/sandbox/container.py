@@ -528,6 +528,13 @@ class Sandbox:
             return "removed"
         return self.container.status
 
+    def watch_disk(self) -> None:
+        """Watch the disk budget again (after a verification stopped the watcher: the next step
+        of a multi-step task writes as the agent again); what was written before still counts."""
+        if self.disk is not None:
+            self.disk.stop()
+            self.disk = DiskGuard(self, self.disk.limit_mb).start()
+
     def check_alive(self) -> None:
         """Raise :class:`SandboxGoneError` naming the cause if the container is not running."""
         state = self.status()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import ArtifactSpec, check_destination
-from .model import CollectHook
+from .model import CollectHook, TaskStep
 from .schema import MIN_MEMORY_MB, HarborTaskToml, Problems, parse_size_mb
 
 #: the versions of Harbor's task schema read here (Harbor 0.26 writes 1.4)
@@ -251,10 +251,6 @@ def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
     """Fields of Harbor's schema whose behaviour this project does not implement yet: each an
     error naming the field and the reason."""
     env = config.environment
-    if config.steps is not None:
-        refuse(problems, file, "steps", "multi-step tasks ([[steps]], with min_reward and "
-                "multi_step_reward_strategy) do not run here yet; split the task into one task "
-                "per step")
     if env.mcp_servers:
         refuse(problems, file, "environment.mcp_servers", "no MCP server is started for the "
                 "agent here; remove [[environment.mcp_servers]]")
@@ -271,3 +267,98 @@ def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
     agent_user = config.agent.user
     if isinstance(agent_user, int) and agent_user < 0 or agent_user == "":
         problems.error(file, "agent.user", f"must be a user name or a UID >= 0, got {agent_user!r}")
+
+
+#: Harbor's rule for a step's name: one portable directory name
+_BAD_STEP_NAME = re.compile(r'[\x00-\x1f<>:"/\\|?*]')
+
+
+def steps(problems: Problems, file: Path, config: HarborTaskToml, task_dir: Path, network_mode: str,
+          verifier_mode: str) -> list[TaskStep]:
+    """The ``[[steps]]`` of a multi-step task, each read from ``steps/<name>/``: its instruction
+    (required), its tests (laid over the task's ``tests/``; one of the two has ``test.sh``), its
+    solution, its ``workdir/`` (``setup.sh`` there runs before its agent). What a step may set
+    that does not run here is refused, naming the step's field."""
+    if not config.steps:
+        if config.steps is not None:
+            problems.error(file, "steps", "is empty: give at least one [[steps]] table, or remove it")
+        return []
+    if verifier_mode == "separate":
+        refuse(problems, file, "steps", "a multi-step task's verifier runs in the shared sandbox "
+                "here (each step's tests in the agent's sandbox, as environment_mode = \"shared\"); "
+                "remove environment_mode = \"separate\" or [verifier.environment]")
+    if network_mode == "public":
+        refuse(problems, file, "steps", "a multi-step task with network_mode = \"public\": the "
+                "verifier cuts the sandbox off the network, and a later step would run without it; "
+                "use \"no-network\"")
+    task_tests = (task_dir / "tests" / "test.sh").is_file()
+    out: list[TaskStep] = []
+    seen: set[str] = set()
+    for i, step in enumerate(config.steps):
+        field = f"steps[{i}]"
+        name = step.name
+        if (name in (".", "..") or name != name.strip() or name.endswith(".") or _BAD_STEP_NAME.search(name)
+                or len(name.encode()) > 255):
+            problems.error(file, f"{field}.name", f"{name!r} is not a portable directory name (no "
+                           "slashes, control or reserved characters, trailing dots or spaces); rename it")
+            continue
+        if name.lower() in seen:
+            problems.error(file, f"{field}.name", f"{name!r} is used by an earlier step; step names "
+                           "must differ (also in case)")
+            continue
+        seen.add(name.lower())
+        root = task_dir / "steps" / name
+        instruction_file = root / "instruction.md"
+        instruction = instruction_file.read_text(encoding="utf-8", errors="replace") \
+            if instruction_file.is_file() else ""
+        if not instruction.strip():
+            problems.error(instruction_file, "", f"missing or empty: step {name!r} needs its own "
+                           "instruction (the task's instruction.md is never shown in a multi-step task)")
+        tests = root / "tests"
+        if not (tests / "test.sh").is_file() and not task_tests:
+            problems.error(tests / "test.sh", "", f"missing: step {name!r} has no test.sh of its own "
+                           "and the task has no tests/test.sh to fall back on")
+        solve = root / "solution" / "solve.sh"
+        if not solve.is_file():
+            problems.warning(solve, "", f"missing: the oracle cannot run step {name!r}")
+        if step.healthcheck is not None:
+            refuse(problems, file, f"{field}.healthcheck", "no readiness check is run before a "
+                    "step's agent here; remove it (or make setup.sh wait until ready)")
+        if step.artifacts:
+            refuse(problems, file, f"{field}.artifacts", "a step's own artifacts are not collected "
+                    "here (the task's artifacts are, after the last step); list them in the task's artifacts")
+        agent, verifier = step.agent, step.verifier
+        if agent.user is not None and agent.user != config.agent.user:
+            refuse(problems, file, f"{field}.agent.user", f"{agent.user!r}: the agent's shell keeps the "
+                    "task's [agent] user through every step here; remove it or set it at [agent]")
+        for phase, table in (("agent", agent), ("verifier", verifier)):
+            if table.network_mode is not None or table.allowed_hosts is not None:
+                refuse(problems, file, f"{field}.{phase}.network_mode", "a step keeps the task's "
+                        "network modes here; remove it")
+        if verifier.user not in (None, "root", 0):
+            refuse(problems, file, f"{field}.verifier.user", f"{verifier.user!r}: the protected "
+                    "verifier runs the tests as root; remove it")
+        if verifier.environment_mode is not None or verifier.environment is not None or verifier.collect:
+            refuse(problems, file, f"{field}.verifier", "a step's verifier runs in the shared sandbox "
+                    "with the task's collect commands here; remove environment_mode, environment and collect")
+        if isinstance(step.min_reward, dict) and not step.min_reward:
+            problems.error(file, f"{field}.min_reward", "is an empty table: name a metric, or give a number")
+        for key, value in ({"reward": step.min_reward} if isinstance(step.min_reward, (int, float))
+                           else dict(step.min_reward or {})).items():
+            if not math.isfinite(float(value)):
+                problems.error(file, f"{field}.min_reward", f"{key}: {value!r} is not a finite number")
+        if agent.timeout_sec is not None and not 0 < agent.timeout_sec < 10**7:
+            problems.error(file, f"{field}.agent.timeout_sec", f"must be a positive number of seconds, "
+                           f"got {agent.timeout_sec!r}")
+        vtimeout = verifier.timeout_sec if "timeout_sec" in verifier.model_fields_set else None
+        if vtimeout is not None and not 0 < vtimeout < 10**7:
+            problems.error(file, f"{field}.verifier.timeout_sec", f"must be a positive number of seconds, "
+                           f"got {vtimeout!r}")
+        out.append(TaskStep(
+            name=name, instruction=instruction,
+            tests_dir=tests if tests.is_dir() else None,
+            solution_script=solve if solve.is_file() else None,
+            workdir_dir=root / "workdir" if (root / "workdir").is_dir() else None,
+            min_reward=step.min_reward, agent_timeout=agent.timeout_sec, verifier_timeout=vtimeout,
+            verifier_env=dict(verifier.env)))
+    return out

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError
 from . import harbor
 from .dockerfile import dockerfile_workdir
-from .model import Task, environment_digest, files_digest, tree_files
+from .model import Task, environment_digest, files_digest
 from .schema import (
     HarborTaskToml,
     Problem,
@@ -199,13 +199,15 @@ def read_instruction(file: Path, problems: Problems) -> str:
 
 def read_harbor(path: Path, problems: Problems) -> Task | None:
     toml_file = path / "task.toml"
-    instruction = read_instruction(path / "instruction.md", problems)
     data: dict[str, Any] | None = None
     if toml_file.is_file():
         data = _read_toml(toml_file, problems)
     else:
         problems.error(toml_file, "", "missing: every Harbor task has a task.toml (copy one from "
                        "tests/data/tasks/harbor-sum and edit it)")
+    # a multi-step task's instructions, tests and solutions are its steps' (steps/<name>/)
+    multi = bool(isinstance(data, dict) and data.get("steps"))
+    instruction = "" if multi else read_instruction(path / "instruction.md", problems)
 
     config: HarborTaskToml | None = None
     if data is not None:
@@ -237,12 +239,12 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
             problems.error(env_dir / "Dockerfile", "", "missing: the sandbox image is built from "
                            "environment/Dockerfile (or name a prebuilt [environment] docker_image)")
     tests_dir = path / "tests"
-    if not (tests_dir / "test.sh").is_file():
+    if not multi and not (tests_dir / "test.sh").is_file():
         problems.error(tests_dir / "test.sh", "", "missing: the verifier runs "
                        "`bash /tests/test.sh`, which writes /logs/verifier/reward.txt "
                        "(or reward.json)")
     solve = path / "solution" / "solve.sh"
-    if not solve.is_file():
+    if not multi and not solve.is_file():
         problems.warning(solve, "", "missing: the oracle cannot run this task (write a reference "
                          "solution to check that the task is solvable)")
     if config is None:
@@ -291,6 +293,9 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         agent_limits = {k: Task.model_fields[k].default for k in ("cpus", "memory_mb", "storage_mb")}
         verifier_environment = harbor.verifier_environment(
             problems, f, config, {**agent_limits, **limits}, tests_dir)
+    task_steps = harbor.steps(problems, f, config, path, network, verifier_mode)
+    if task_steps:
+        instruction = task_steps[0].instruction  # what the task shows first
     if config.task is not None and "/" not in config.task.name:
         problems.warning(f, "task.name", f"Harbor expects 'org/name', got {config.task.name!r}")
 
@@ -310,7 +315,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
     tags = list(ours["tags"]) or (list(config.task.keywords) if config.task else [])
     user = config.agent.user
     vuser = config.verifier.user
-    return Task(
+    task = Task(
         name=config.task.name.rsplit("/", 1)[-1] if config.task else path.name,
         path=path,
         format="harbor",
@@ -342,15 +347,17 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         source=config.source,
         description=config.task.description if config.task else "",
         multi_step_reward_strategy=config.multi_step_reward_strategy,
+        steps=task_steps,
         runtime=harbor.runtime(problems, f, config.environment.runtime),
         env=dict(config.environment.env),
         agent_user=None if user is None else str(user),
         workdir=workdir or DEFAULT_WORKDIR,
         tags=tags,
         metadata=dict(config.metadata),
-        tests_digest=files_digest(dict(tree_files(tests_dir))),
+        tests_digest="",
         environment_digest=environment_digest(env_dir, (), dockerfile, docker_image),
         warnings=problems.warnings,
         **{k: v for k, v in ours.items() if k != "tags"},
         **limits,
     )
+    return task.model_copy(update={"tests_digest": files_digest(task.all_tests())})

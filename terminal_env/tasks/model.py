@@ -92,6 +92,28 @@ class CollectHook(BaseModel):
     user: str | None = None
 
 
+class TaskStep(BaseModel):
+    """One step of a multi-step Harbor task (``[[steps]]``, its files under ``steps/<name>/``):
+    its own instruction, its tests laid over the task's ``tests/``, its reference solution, the
+    files put in the working directory before it (``workdir/``, with ``setup.sh`` run there),
+    and ``min_reward``, below which the later steps are not run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    instruction: str
+    #: ``steps/<name>/tests`` (None: the task's ``tests/`` alone judge this step)
+    tests_dir: Path | None = None
+    solution_script: Path | None = None
+    #: ``steps/<name>/workdir``: copied into the working directory before the step's agent
+    workdir_dir: Path | None = None
+    #: a number gates the ``reward`` metric; a table gates each named metric (a missing one fails)
+    min_reward: float | dict[str, float] | None = None
+    agent_timeout: float | None = None
+    verifier_timeout: float | None = None
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+
+
 class Task(BaseModel):
     """A validated task, the same whatever its source format. Build its image with
     :func:`terminal_env.tasks.build.build_image`; run it through :meth:`to_spec`."""
@@ -155,9 +177,12 @@ class Task(BaseModel):
     schema_version: str | None = None
     source: str | None = None
     description: str = ""
-    #: loaded as declared; it has no effect on a single-step task (as in Harbor), and
-    #: multi-step tasks are refused
+    #: how a multi-step task's steps make its reward: ``mean`` (Harbor's default: the mean over
+    #: the steps that were verified) or ``final`` (the last verified step's); no effect on a
+    #: one-step task, as in Harbor
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
+    #: the steps of a multi-step task (``[[steps]]``), in order; empty for a one-step task
+    steps: list[TaskStep] = Field(default_factory=list)
     tests_digest: str
     environment_digest: str
     warnings: list[Problem] = Field(default_factory=list)
@@ -168,14 +193,46 @@ class Task(BaseModel):
         submit (the verifier always runs with none)."""
         return "public" if self.allow_internet else "no-network"
 
+    # -- steps ------------------------------------------------------------------------------
+    def step_task(self, index: int) -> "Task":
+        """Step ``index`` of a multi-step task as a one-step task: its instruction, the task's
+        tests with the step's laid over them (same-named files replaced, as Harbor uploads them),
+        its verifier timeout and environment, its solution. The protected verifier and the oracle
+        take it as they take any task."""
+        step = self.steps[index]
+        overlay = dict(tree_files(step.tests_dir)) if step.tests_dir is not None else {}
+        view = self.model_copy(update={
+            "instruction": step.instruction,
+            "extra_verifier_files": {**self.extra_verifier_files, **overlay},
+            "verifier_env": {**self.verifier_env, **step.verifier_env},
+            "verifier_timeout": step.verifier_timeout or self.verifier_timeout,
+            "agent_timeout": step.agent_timeout or self.agent_timeout,
+            "solution_script": step.solution_script,
+            "solution_text": None,
+            "steps": [],
+        })
+        return view.model_copy(update={"tests_digest": files_digest(dict(view.verifier_files()))})
+
     # -- files ------------------------------------------------------------------------------
     def verifier_files(self) -> dict[str, Path]:
         """{name under /tests: host path}: the tests dir, plus e.g. TB1's ``run-tests.sh``."""
         return {**tree_files(self.tests_dir), **self.extra_verifier_files}
 
     def current_tests_digest(self) -> str:
-        """The tests digest recomputed from disk (equal to ``tests_digest`` unless they changed)."""
-        return files_digest(dict(self.verifier_files()))
+        """The tests digest recomputed from disk (equal to ``tests_digest`` unless they changed);
+        a multi-step task's covers every step's tests."""
+        return files_digest(self.all_tests())
+
+    def all_tests(self) -> dict[str, Path | bytes]:
+        """What ``tests_digest`` is made of: the tests, or for a multi-step task each step's
+        (the task's with the step's laid over them) under the step's name."""
+        if not self.steps:
+            return dict(self.verifier_files())
+        out: dict[str, Path | bytes] = {}
+        for i, step in enumerate(self.steps):
+            view = self.step_task(i)
+            out.update({f"{step.name}/{name}": src for name, src in view.verifier_files().items()})
+        return out
 
     def environment_files(self) -> dict[str, Path]:
         """{relative path: host path} of the build context (without ``context_excludes``)."""

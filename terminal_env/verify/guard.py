@@ -95,6 +95,13 @@ def prepare_script() -> str:
     )
 
 
+def cleanup_script() -> str:
+    """Shell (run as root between two steps of a multi-step task) that removes what a
+    verification left: the tests, the results and the guard."""
+    pth = " ".join(f"{d}/zz-terminal-env-guard.pth" for d in SITE_DIRS)
+    return f"rm -rf /tests /logs/verifier {GUARD_DIR} && rm -f {pth}; true"
+
+
 def files() -> dict[str, bytes]:
     return {f"{GUARD_DIR}/{MODULE}.py": PLUGIN_SOURCE.read_bytes()}
 

@@ -31,7 +31,7 @@ MAX_LOG_CHARS = 8000
 
 #: Where a result's verdict came from.
 Source = Literal[
-    "checks.json", "ctrf", "junit", "reward.json", "reward.txt", "pytest-output", "none"
+    "checks.json", "ctrf", "junit", "reward.json", "reward.txt", "pytest-output", "steps", "none"
 ]
 
 
@@ -193,6 +193,9 @@ class VerifierResult(BaseModel):
     #: collecting or running tests that passed (where passing checks took their expectations
     #: from; ``tasks check`` asks whether they are agent-writable inputs)
     guard_opened: list[str] = Field(default_factory=list)
+    #: a multi-step task's steps as each was verified (name, outcome, reward, progress, metrics,
+    #: message, ...), in order; this result is then their combination (terminal_env.steps)
+    steps: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,112 @@
+"""Multi-step tasks (Harbor's ``[[steps]]``): what happens between two steps of one episode, and
+how the steps' verdicts make the episode's.
+
+One sandbox runs every step. A step ends when the agent submits (or its time budget runs out);
+its own tests then run in the protected verifier (:meth:`Task.step_task` is the step as a task),
+and the next step begins only if the step reached its ``min_reward``, nothing was tampered with
+and the verification did not fail for the infrastructure's reasons. Between two steps
+(:func:`between_steps`) the verifier's files are removed (so no step's agent sees an earlier
+step's tests), the next step's ``workdir/`` is copied into the working directory and its
+``setup.sh`` run there, as the agent's user. The episode's verdict (:func:`combine`) follows
+``multi_step_reward_strategy``: ``mean`` (the default, Harbor's) over the steps that were
+verified, per metric, a missing metric counting 0, or ``final`` (the last verified step's).
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import shlex
+from typing import Any
+
+from .errors import ConfigError, InfraError
+from .tasks.model import TaskStep, tree_files
+from .verify import guard
+from .verify.result import Outcome, VerifierResult
+
+
+def min_reward_failure(result: VerifierResult, min_reward: float | dict[str, float] | None) -> str | None:
+    """Why the step's result stops the episode under ``min_reward`` (Harbor's rule: a number gates
+    the ``reward`` metric, a table each named metric, a missing one counting as -inf), or None."""
+    if min_reward is None:
+        return None
+    gates = {"reward": float(min_reward)} if isinstance(min_reward, (int, float)) else dict(min_reward)
+    values = step_metrics(result)
+    for key, threshold in gates.items():
+        actual = values.get(key, -math.inf)
+        if actual < threshold:
+            return f"{key} = {actual:g} is below min_reward {threshold:g}"
+    return None
+
+
+def step_metrics(result: VerifierResult) -> dict[str, float]:
+    """A step's named rewards, as Harbor reads them: reward.json's numbers, else ``reward``."""
+    if result.metrics:
+        return dict(result.metrics)
+    if result.reward_reported is not None:
+        return {"reward": float(result.reward_reported)}
+    return {"reward": 1.0 if result.strict_success else 0.0} if result.outcome != Outcome.infra_error else {}
+
+
+def combine(steps: list[tuple[str, VerifierResult, float]], strategy: str | None, total: int,
+            stopped: str | None) -> tuple[VerifierResult, float]:
+    """The episode's verdict and reward from its verified steps ``(name, result, reward)`` (the
+    reward under the environment's reward function). ``total``: how many steps the task has;
+    ``stopped``: why the later steps did not run (None when all ran)."""
+    strategy = strategy or "mean"
+    rows = [{"name": name, "outcome": r.outcome.value, "reward": round(reward, 6), "progress": r.progress,
+             "metrics": step_metrics(r), "strict_success": r.strict_success, "message": r.message,
+             "tests_digest": r.tests_digest, "duration": r.duration} for name, r, reward in steps]
+    note = f"{len(steps)} of {total} steps verified" + (f"; {stopped}" if stopped else "")
+    checks = [c.model_copy(update={"name": f"{name}/{c.name}"}) for name, r, _ in steps for c in r.checks]
+    common = {"steps": rows, "checks": checks, "tests_digest": steps[-1][1].tests_digest if steps else "",
+              "duration": sum(r.duration for _, r, _ in steps)}
+    # what no strategy averages away: a tampered step, or one the infrastructure failed
+    for name, r, _ in steps:
+        if r.outcome == Outcome.tampered:
+            return VerifierResult.tampered(r.tampered_paths, f"step {name}: {r.message}", **common), 0.0
+    if steps and steps[-1][1].outcome == Outcome.infra_error:
+        name, r, _ = steps[-1]
+        return VerifierResult.infra_error(f"step {name}: {r.message}", **common), 0.0
+    if strategy == "final":
+        chosen = steps[-1:]
+    else:
+        chosen = steps
+    if not chosen:
+        return VerifierResult(outcome="failed", message=note, **common), 0.0
+    n = len(chosen)
+    keys = {k for _, r, _ in chosen for k in step_metrics(r)}
+    metrics = {k: sum(step_metrics(r).get(k, 0.0) for _, r, _ in chosen) / n for k in sorted(keys)}
+    progress = sum(r.progress for _, r, _ in chosen) / n
+    reward = sum(w for _, _, w in chosen) / n
+    everything = len(steps) == total and all(r.strict_success for _, r, _ in chosen)
+    outcome = "passed" if everything and progress == 1.0 else ("partial" if progress > 0 else "failed")
+    reported = metrics.get("reward")
+    return VerifierResult(
+        outcome=outcome, progress=1.0 if outcome == "passed" else (progress if outcome == "partial" else 0.0),
+        metrics=metrics, reward_reported=min(1.0, max(0.0, reported)) if reported is not None else None,
+        source="steps", message=f"{strategy} over {note}", **common), reward
+
+
+def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) -> None:
+    """Make the sandbox ready for ``step`` after the verifier of the one before: remove what the
+    verifier put there (its tests, results and guard), then copy the step's ``workdir/`` into
+    ``workdir`` and run its ``setup.sh`` there as the agent's ``user``. A failing setup is the
+    task's fault: a :class:`ConfigError` naming the step."""
+    clean = sandbox.exec(["sh", "-c", guard.cleanup_script()], user="root", timeout=60)
+    if clean.exit_code != 0:
+        raise InfraError(f"could not remove the verifier's files before step {step.name!r}: {clean.output[-500:]}")
+    files = tree_files(step.workdir_dir) if step.workdir_dir is not None else {}
+    if not files:
+        return
+    sandbox.write_files({posixpath.join(workdir, rel): src.read_bytes() for rel, src in files.items()},
+                        mode=0o755)
+    if user:
+        paths = " ".join(shlex.quote(posixpath.join(workdir, rel)) for rel in files)
+        sandbox.exec(["sh", "-c", f"chown {shlex.quote(user)} {paths}"], user="root", timeout=60)
+    if "setup.sh" in files:
+        run = sandbox.exec(["bash", posixpath.join(workdir, "setup.sh")], user=user or "root", timeout=600,
+                           workdir=workdir)
+        if run.exit_code != 0:
+            raise ConfigError(f"step {step.name!r}: steps/{step.name}/workdir/setup.sh failed (exit "
+                              f"{run.exit_code}): {run.output[-1000:]}")

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'alpha\nbeta\n' > /app/notes.txt
