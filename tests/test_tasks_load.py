@@ -354,10 +354,11 @@ def test_missing_solution_is_only_a_warning(tmp_path):
 def test_unsupported_features_are_errors(tmp_path):
     d = copy_task("harbor-sum", tmp_path)
     edit(d / "task.toml", "[environment]\n", '[environment]\nos = "windows"\n')
-    (d / "task.toml").write_text((d / "task.toml").read_text() + '\n[[steps]]\nname = "one"\n')
+    (d / "task.toml").write_text((d / "task.toml").read_text() + '\n[[steps]]\nname = "one"\n'
+                                 'healthcheck = { command = "true" }\n')
     problems = problems_of(d)
     find(problems, "task.toml", "environment.os")
-    find(problems, "task.toml", "steps")
+    find(problems, "task.toml", "steps[0].healthcheck")
 
 
 def test_a_docker_compose_yml_in_the_environment_is_build_context(tmp_path):

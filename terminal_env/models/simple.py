@@ -138,6 +138,7 @@ class OracleBackend(EpisodeAware):
     def __init__(self) -> None:
         self._env: Any = None
         self._ran: int | None = None  # the step whose solution ran last (0 for a one-step task)
+        self._turn = 0  # replies given this episode
 
     def start_episode(self, env: Any, harness: Any) -> None:
         task = env.source_task
@@ -149,7 +150,7 @@ class OracleBackend(EpisodeAware):
             if not view.solution_files():
                 where = f"steps/{steps[views.index(view)].name}/solution/" if steps else "solution/"
                 raise ConfigError(f"task {task.name!r} has no {where}: the oracle cannot run")
-        self._env, self._views, self._ran = env, views, None
+        self._env, self._views, self._ran, self._turn = env, views, None, 0
 
     def _command(self, step: int) -> str:
         """Copy step ``step``'s solution in (for this backend only, removed when it ends) and
@@ -168,6 +169,7 @@ class OracleBackend(EpisodeAware):
 
     def complete(self, messages, *, tools=None, params=None) -> Completion:
         # each step: its solution once, then submit (a multi-step task's next step follows)
+        self._turn += 1
         step = getattr(self._env, "step_index", 0) if len(self._views) > 1 else 0
         if self._ran != step:
             self._ran = step

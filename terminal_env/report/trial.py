@@ -239,6 +239,15 @@ def trial_page(
     for problem in files.problems:
         parts.append(f'<div class="note">{esc(problem)}</div>')
 
+    if result.steps:
+        parts.append("<h2>Steps</h2>")
+        parts.append('<p class="muted">A multi-step task: each step verified by its own tests, the reward '
+                     'from the steps as its <code>multi_step_reward_strategy</code> says.</p>')
+        parts.append(table(["Step", "", "Reward", "Progress"], [
+            [f"<code>{esc(s.get('name'))}</code>", badge(str(s.get("outcome")), outcome_class(s.get("outcome"), False)),
+             '<span class="num">' + esc(format(float(s.get("reward") or 0), ".3g")) + "</span>",
+             esc(pct(float(s.get("progress") or 0)))] for s in result.steps]))
+
     parts.append("<h2>Verifier</h2>")
     parts.append(_verifier(files.verifier, files.verification_raw, files.log))
 

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -43,6 +44,9 @@ class TrialResult(BaseModel):
     rewards: dict[str, float] = Field(default_factory=dict)
     #: the named metrics the task's verifier reported (reward.json; Harbor's several rewards)
     metrics: dict[str, float] = Field(default_factory=dict)
+    #: a multi-step task's steps as verified: name, outcome, reward (the later steps that did not
+    #: run are absent; the verifier's result says why)
+    steps: list[dict[str, Any]] = Field(default_factory=list)
     termination: str = "running"
     #: an infrastructure failure (engine, sandbox, model server): excluded from scores
     masked: bool = False

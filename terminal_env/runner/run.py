@@ -302,6 +302,7 @@ def trial_result(base: TrialResult, outcome: TrialOutcome) -> TrialResult:
         "reward": float(traj.reward or 0.0),
         "rewards": traj.rewards,
         "metrics": {str(k): float(x) for k, x in (v.get("metrics") or {}).items()},
+        "steps": [{k: s.get(k) for k in ("name", "outcome", "reward", "progress")} for s in v.get("steps") or []],
         "termination": traj.termination,
         "masked": traj.masked,
         "error": traj.error,

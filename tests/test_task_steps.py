@@ -1,0 +1,172 @@
+"""Multi-step Harbor tasks ([[steps]]) with the real Docker engine: one sandbox through every step,
+each step verified by its own tests, min_reward stopping the later steps, the reward as the
+task's multi_step_reward_strategy says, each boundary in the trajectory and the report; and the
+attacks a later step could try on an earlier step's verification (each shown to happen first)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from terminal_env import TerminalEnv
+from terminal_env.cli import main
+from terminal_env.verify import guard
+
+pytestmark = pytest.mark.docker
+
+STEPS = Path(__file__).parent / "data" / "tasks" / "harbor-steps"
+STEP1 = "printf 'alpha\\nbeta\\n' > /app/notes.txt"
+STEP2 = "wc -l < /app/items.txt > /app/count.txt"
+
+
+def copy_task(tmp_path: Path, strategy: str = "mean", min_reward: str = "1.0") -> Path:
+    d = tmp_path / "harbor-steps"
+    shutil.copytree(STEPS, d)
+    toml = (d / "task.toml").read_text()
+    toml = toml.replace('multi_step_reward_strategy = "mean"', f'multi_step_reward_strategy = "{strategy}"')
+    (d / "task.toml").write_text(toml.replace("min_reward = 1.0", f"min_reward = {min_reward}"))
+    return d
+
+
+def play(env: TerminalEnv, actions: list[str]) -> list[tuple]:
+    out = []
+    for a in actions:
+        out.append(env.step(a))
+        if out[-1][2] or out[-1][3]:
+            break
+    return out
+
+
+def test_the_oracle_passes_every_step_and_each_boundary_is_in_the_trajectory_and_report(tmp_path, base_image):
+    out = tmp_path / "run"
+    assert main(["run", "--tasks", str(STEPS), "--model", "oracle", "-k", "1", "--out", str(out)]) == 0
+    trial = out / "trials" / "harbor-steps" / "1"
+    result = json.loads((trial / "result.json").read_text())
+    assert result["reward"] == 1.0 and result["outcome"] == "passed"
+    assert [(s["name"], s["outcome"]) for s in result["steps"]] == [("01-notes", "passed"), ("02-count", "passed")]
+    marks = json.loads((trial / "trajectory.json").read_text())["extra"]["task_steps"]
+    assert [(m["name"], m["reward"]) for m in marks] == [("01-notes", 1.0), ("02-count", 1.0)]
+    assert 0 < marks[0]["after_turn"] < marks[1]["after_turn"]  # where in the episode each step ended
+    assert main(["report", str(out)]) == 0
+    page = (out / "report" / "trials" / "harbor-steps" / "1.html").read_text()
+    assert "<h2>Steps</h2>" in page and "01-notes" in page and "02-count" in page
+
+
+def test_min_reward_stops_the_later_steps(tmp_path, base_image):
+    env = TerminalEnv(copy_task(tmp_path), reward="binary")
+    try:
+        env.reset()
+        obs, reward, terminated, truncated, info = env.step("#!submit")  # step 1 not done: below 1.0
+    finally:
+        env.close()
+    assert terminated and reward == 0.0 and "next_step" not in info
+    v = info["verification"]
+    assert [s["name"] for s in v.steps] == ["01-notes"]
+    assert "1 of 2 steps verified" in v.message and "below min_reward 1" in v.message
+
+
+@pytest.mark.parametrize("strategy, expected", [("mean", 0.5), ("final", 0.0)])
+def test_the_reward_follows_the_tasks_strategy(tmp_path, base_image, strategy, expected):
+    env = TerminalEnv(copy_task(tmp_path, strategy), reward="binary")
+    try:
+        obs, info = env.reset()
+        assert info["task_step"] == {"index": 0, "name": "01-notes", "of": 2}
+        steps = play(env, [STEP1, "#!submit"])
+        obs, reward, terminated, truncated, info = steps[-1]
+        assert not terminated and reward == 0.0  # the step ended, the episode goes on
+        assert info["task_step"]["reward"] == 1.0 and info["next_step"]["name"] == "02-count"
+        assert "step 2 of 2: 02-count" in obs and "items.txt" in obs and env.step_index == 1
+        assert env.step("cat /app/items.txt | wc -l")[0].strip().startswith("17")  # setup.sh ran
+        obs, reward, terminated, truncated, info = env.step("#!submit")  # step 2 left undone
+    finally:
+        env.close()
+    assert terminated and reward == expected
+    assert [(s["name"], s["outcome"]) for s in info["verification"].steps] == [("01-notes", "passed"),
+                                                                               ("02-count", "failed")]
+    assert info["verification"].outcome.value == ("partial" if expected else "failed")
+
+
+def test_a_step_whose_time_runs_out_is_verified_and_the_next_begins(tmp_path, base_image):
+    env = TerminalEnv(copy_task(tmp_path, min_reward="0.0"), reward="binary", time_limit=4)
+    try:
+        env.reset()
+        obs, reward, terminated, truncated, info = env.step("#!timeout 10\nsleep 6")
+        assert not (terminated or truncated) and info["next_step"]["name"] == "02-count"  # as Harbor does
+        assert info["task_step"]["outcome"] == "failed"
+        play(env, [STEP1, STEP2])  # step 2 checks step 1's notes too
+        obs, reward, terminated, truncated, info = env.step("#!submit")
+    finally:
+        env.close()
+    assert terminated and reward == 0.5
+
+
+def test_a_final_submit_ends_the_episode_in_the_step_it_is_in(tmp_path, base_image):
+    from terminal_env.actions import Submit
+
+    env = TerminalEnv(copy_task(tmp_path), reward="binary")
+    try:
+        env.reset()
+        play(env, [STEP1])
+        obs, reward, terminated, truncated, info = env.step(Submit(final=True))
+    finally:
+        env.close()
+    assert terminated and reward == 1.0  # the mean of the one step verified, as Harbor counts it
+    assert "1 of 2 steps verified; the episode ended in step 01-notes" in info["verification"].message
+
+
+# -- attacks a later step could try ------------------------------------------------------------------
+def _peek_at_step1s_tests(tmp_path: Path) -> str:
+    env = TerminalEnv(copy_task(tmp_path), reward="binary")
+    try:
+        env.reset()
+        play(env, [STEP1, "#!submit"])
+        return env.step("cat /tests/test.sh /tests/check.sh 2>&1; ls /logs/verifier /run/terminal-env-guard 2>&1")[0]
+    finally:
+        env.close()
+
+
+def test_a_later_step_never_sees_an_earlier_steps_tests(tmp_path, base_image, monkeypatch):
+    """Step 1's verifier copied its tests, results and guard into the sandbox: the next step's
+    agent would read them (and a step's tests may hold a later step's answers)."""
+    with monkeypatch.context() as m:
+        m.setattr(guard, "cleanup_script", lambda: "true")  # without the rule: the attack works
+        seen = _peek_at_step1s_tests(tmp_path / "a")
+    assert "alpha" in seen and "verdict()" in seen and "reward.txt" in seen
+    seen = _peek_at_step1s_tests(tmp_path / "b")
+    assert "alpha" not in seen and "verdict" not in seen and "reward.txt" not in seen
+    assert seen.count("No such file or directory") == 4
+
+
+def test_a_reward_planted_for_a_later_step_makes_the_episode_tampered(tmp_path, base_image):
+    env = TerminalEnv(copy_task(tmp_path), reward="binary")
+    try:
+        env.reset()
+        play(env, [STEP1, "#!submit"])
+        planted = env.step("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
+                           "cat /logs/verifier/reward.txt")[0]
+        assert planted.strip() == "1"  # the attack happened
+        obs, reward, terminated, truncated, info = env.step("#!submit")
+    finally:
+        env.close()
+    assert terminated and reward == 0.0
+    v = info["verification"]
+    assert v.outcome.value == "tampered" and "02-count" in v.message  # the whole episode, not one step
+
+
+def test_a_background_writer_from_an_earlier_step_does_not_outlive_it(tmp_path, base_image):
+    env = TerminalEnv(copy_task(tmp_path), reward="binary")
+    try:
+        env.reset()
+        started = env.step("(while true; do echo 17 > /app/count.txt; sleep 0.2; done) > /dev/null 2>&1 &"
+                           " sleep 0.5; cat /app/count.txt")[0]
+        assert started.strip().endswith("17")  # the writer runs: it would do step 2's work for it
+        play(env, [STEP1, "#!submit"])
+        left = env.step("rm -f /app/count.txt; sleep 1; cat /app/count.txt 2>&1")[0]
+        obs, reward, terminated, truncated, info = env.step("#!submit")
+    finally:
+        env.close()
+    assert "No such file or directory" in left  # stopped with step 1's verification
+    assert terminated and reward == 0.5 and info["verification"].steps[1]["outcome"] == "failed"
