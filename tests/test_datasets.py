@@ -160,7 +160,7 @@ def test_a_leaderboard_run_takes_a_task_with_the_internet_only_when_its_dataset_
                                     {"name": "net", "version": "2", "tasks": [task], "allow_internet": True}]))
     cache = tmp_path / "cache"
     assert dataset_tasks("net@1", registry, cache=cache)  # an ordinary run takes it
-    with pytest.raises(ConfigError, match='asks for the internet .*"allow_internet": true'):
+    with pytest.raises(ConfigError, match='asks for the network .*"allow_internet": true'):
         dataset_tasks("net@1", registry, cache=cache, pinned=True)
     assert dataset_tasks("net@2", registry, cache=cache, pinned=True)
 

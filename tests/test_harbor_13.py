@@ -257,15 +257,45 @@ def test_verifier_collect_hooks_load_and_other_services_are_refused(tmp_path):
     assert "non-empty" in error(empty, "verifier.collect[0].command")
 
 
-def test_allowlist_is_refused_and_its_hosts_checked(tmp_path):
-    d = task_with(tmp_path, env='network_mode = "allowlist"\nallowed_hosts = ["pypi.org", '
-                                '"*.example.com", "10.0.0.0/8"]')
-    assert "allowlist" in refused(d, "environment.network_mode")
+def test_allowlist_loads_with_its_hosts_and_wildcards_are_refused(tmp_path):
+    d = task_with(tmp_path, env='network_mode = "allowlist"\nallowed_hosts = ["PyPI.org.", "10.0.0.0/8"]')
+    task = load_task(d)
+    assert task.network_mode == "allowlist" and task.allowed_hosts == ["pypi.org", "10.0.0.0/8"]
+    spec = task.to_spec("img")
+    assert spec.network and spec.allowed_hosts == ["pypi.org", "10.0.0.0/8"] and task.reaches_network
+    # allowlist with no host: the sandbox reaches nothing (and is no network dependence)
+    empty = load_task(task_with(tmp_path / "e", env='network_mode = "allowlist"'))
+    assert empty.allowed_hosts == [] and not empty.reaches_network
+    wild = task_with(tmp_path / "w", env='network_mode = "allowlist"\nallowed_hosts = ["*.example.com"]')
+    assert "wildcard" in refused(wild, "environment.allowed_hosts[0]")
     bad = task_with(tmp_path / "b", env='network_mode = "allowlist"\n'
                                         'allowed_hosts = ["https://pypi.org/simple"]')
     assert "https://pypi.org/simple" in error(bad, "environment.allowed_hosts[0]")
     lone = task_with(tmp_path / "c", env='allowed_hosts = ["pypi.org"]')
     assert "allowlist" in error(lone, "environment.allowed_hosts")
+
+
+def test_a_verifier_allowlist_gives_the_sandbox_a_network_firewalled_to_nothing_until_the_tests(tmp_path):
+    d = task_with(tmp_path)
+    text = (d / "task.toml").read_text().replace(
+        "[verifier]\n", '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["10.1.2.3"]\n', 1)
+    (d / "task.toml").write_text(text)
+    task = load_task(d)
+    assert task.verifier_allowed_hosts == ["10.1.2.3"] and task.network_mode == "no-network"
+    spec = task.to_spec("img")
+    assert spec.network and spec.allowed_hosts == []  # the agent reaches nothing
+    (d / "task.toml").write_text(text.replace("[verifier]\n", '[verifier]\nenvironment_mode = "separate"\n', 1))
+    assert "separate verifier" in refused(d, "verifier.network_mode")
+
+
+def test_an_agent_allowlist_other_than_the_environments_is_refused(tmp_path):
+    d = task_with(tmp_path, env='network_mode = "allowlist"\nallowed_hosts = ["10.0.0.1"]')
+    text = (d / "task.toml").read_text().replace(
+        "[agent]\n", '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["10.0.0.2"]\n', 1)
+    (d / "task.toml").write_text(text)
+    assert "one allowlist" in refused(d, "agent.allowed_hosts")
+    (d / "task.toml").write_text(text.replace('allowed_hosts = ["10.0.0.2"]', 'allowed_hosts = ["10.0.0.1"]'))
+    assert load_task(d).allowed_hosts == ["10.0.0.1"]
 
 
 @pytest.mark.parametrize("env, field, why", [
@@ -283,7 +313,6 @@ def test_environment_fields_not_run_here_are_refused(tmp_path, env, field, why):
 @pytest.mark.parametrize("table, field, why", [
     ('[agent]\nnetwork_mode = "public"', "agent.network_mode", "one network"),
     ('[verifier]\nnetwork_mode = "public"', "verifier.network_mode", "disconnected"),
-    ('[verifier]\nnetwork_mode = "allowlist"', "verifier.network_mode", "allowlist"),
     ('[verifier]\nuser = "tester"', "verifier.user", "root"),
     ("[verifier]\nuser = 1000", "verifier.user", "root"),
 ])

@@ -194,3 +194,95 @@ def test_a_program_planted_for_the_collect_command_makes_the_episode_tampered(tm
     assert "/usr/local/bin/cp" in seen[-1]  # the planted program is the one `cp` finds
     assert result.outcome == "tampered" and any("cp" in p for p in result.tampered_paths), result.message
     assert result.collect == []
+
+
+# -- network_mode = "allowlist": two hosts this test makes on this machine -----------------------------
+HOSTS = ("10.213.7.1", "10.213.7.2")  # added to the host's loopback for the test, removed after it
+
+
+@pytest.fixture
+def two_hosts():
+    """Two HTTP servers on two addresses the test adds to this machine's loopback interface (a
+    server's bind succeeds only on a local address: no request of this test leaves the machine).
+    Yields {address: port}; each answers with its own address."""
+    import os
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("iptables") is None:
+        pytest.skip("needs root, `ip` (to add the addresses) and the host's iptables (the allowlist's firewall)")
+    added = []
+    servers = []
+    try:
+        for host in HOSTS:
+            if subprocess.run(["ip", "addr", "add", f"{host}/32", "dev", "lo"], capture_output=True).returncode == 0:
+                added.append(host)
+
+            class Answer(BaseHTTPRequestHandler):
+                def do_GET(self, me=host):
+                    body = me.encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+
+                def log_message(self, *args):
+                    pass
+
+            server = ThreadingHTTPServer((host, 0), Answer)  # fails unless the address is this machine's
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            servers.append(server)
+        yield {host: server.server_address[1] for host, server in zip(HOSTS, servers)}
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        for host in added:
+            subprocess.run(["ip", "addr", "del", f"{host}/32", "dev", "lo"], capture_output=True)
+
+
+def fetch_both(ports: dict[str, int]) -> str:
+    """A command printing, per host, ``HOST:ok`` when it answered and ``HOST:no`` when not."""
+    urls = " ".join(f"http://{h}:{p}/" for h, p in ports.items())
+    return ("python3 -c 'import sys, urllib.request\nfor u in sys.argv[1:]:\n  h = u.split(\"/\")[2].split(\":\")[0]\n"
+            "  try: print(h + (\":ok\" if urllib.request.urlopen(u, timeout=2).read().decode() == h else \":wrong\"))\n"
+            f"  except Exception: print(h + \":no\")' {urls}")
+
+
+@pytest.mark.parametrize("environment, answers", [
+    ('network_mode = "public"', {"10.213.7.1:ok", "10.213.7.2:ok"}),  # both reachable: what the rule stops
+    ('network_mode = "allowlist"\nallowed_hosts = ["10.213.7.1"]', {"10.213.7.1:ok", "10.213.7.2:no"}),
+    ('network_mode = "allowlist"', {"10.213.7.1:no", "10.213.7.2:no"}),
+])
+def test_an_allowlist_lets_the_agent_reach_only_its_hosts(tmp_path, base_image, two_hosts, environment, answers):
+    task = write_task(tmp_path, environment=environment, test_sh="echo 1 > /logs/verifier/reward.txt\n")
+    env = TerminalEnv(task, reward="binary", max_steps=5)
+    try:
+        env.reset()
+        seen = env.step(fetch_both(two_hosts))[0]
+        # the agent's shell is root here, but without CAP_NET_ADMIN (bit 12): it cannot lift the rules
+        caps = env.step("grep CapEff /proc/self/status; id -u")[0].split()
+        assert caps[-1] == "0" and not int(caps[1], 16) & (1 << 12)
+    finally:
+        env.close()
+    assert set(seen.split()) == answers, seen
+
+
+def test_a_verifier_allowlist_holds_in_the_tests_and_the_agent_reaches_nothing(tmp_path, base_image, two_hosts):
+    a, b = HOSTS
+    probe = fetch_both(two_hosts)
+    task = write_task(tmp_path, verifier=f'network_mode = "allowlist"\nallowed_hosts = ["{b}"]',
+                      test_sh=f"seen=$({probe} | tr '\\n' ' ')\necho \"$seen\" > /logs/verifier/seen.txt\n"
+                              + reward_if(f'[ "$seen" = "{a}:no {b}:ok " ]'))
+    env = TerminalEnv(task, reward="binary", max_steps=5)
+    try:
+        env.reset()
+        agent_saw = env.step(probe)[0]
+        obs, reward, terminated, truncated, info = env.step("#!submit")
+    finally:
+        env.close()
+    assert set(agent_saw.split()) == {f"{a}:no", f"{b}:no"}  # the agent's phase: firewalled to nothing
+    assert reward == 1.0, info["verification"].log_tail  # the tests reached b and not a

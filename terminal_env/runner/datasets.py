@@ -129,9 +129,11 @@ def dataset_tasks(ref: str, registry: str | Path | None = None, *, cache: Path |
         if not is_task_dir(path):
             raise ConfigError(f"{registry}: task {task.name!r} of {ref}: {path} is not a task directory "
                               "(no task.toml or task.yaml); fix its path")
-        if pinned and not dataset.allow_internet and load_task(path).allow_internet:
-            raise ConfigError(f"--leaderboard: task {task.name!r} of {ref} asks for the internet "
-                              "(network_mode = \"public\"), which makes its score depend on what the "
+        loaded = load_task(path) if pinned and not dataset.allow_internet else None
+        if loaded is not None and loaded.reaches_network:
+            raise ConfigError(f"--leaderboard: task {task.name!r} of {ref} asks for the network "
+                              f"(network_mode = \"{loaded.network_mode}\", or a verifier's allowlist), "
+                              "which makes its score depend on what the "
                               f"network serves that day; a leaderboard run takes it only when the dataset "
                               f"declares it (\"allow_internet\": true in {registry})")
         paths.append(path)

@@ -25,7 +25,7 @@ import docker
 import docker.errors
 import requests
 from docker.utils.socket import frames_iter
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import (
     ConfigError,
@@ -35,7 +35,7 @@ from ..errors import (
     SandboxGoneError,
 )
 from ..output import OutputBuffer, Sentinel
-from . import cleanup
+from . import cleanup, egress
 from .cgroups import cgroup_files
 from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
@@ -136,7 +136,17 @@ class SandboxLimits(BaseModel):
         ),
     )
     network: bool = Field(False, description="Give the container a network (default: only lo).")
+    allowed_hosts: list[str] | None = Field(
+        None, description=(
+            "With network: the only hosts it may reach (names, IP addresses, CIDR ranges; Harbor's "
+            "network_mode = \"allowlist\"), enforced by a firewall in its namespace (sandbox/egress.py)."))
     runtime: str | None = Field(None, description="OCI runtime, e.g. 'runsc' for gVisor; None: the engine's default.")
+
+    @model_validator(mode="after")
+    def _allowlist_needs_a_network(self) -> "SandboxLimits":
+        if self.allowed_hosts is not None and not self.network:
+            raise ValueError("allowed_hosts needs network=True (the hosts are reached over the network)")
+        return self
 
     def limits(self) -> dict[str, Any]:
         """Just the limits (to hand from a task to its container)."""
@@ -390,6 +400,12 @@ class Sandbox:
             ) from None
         self.timing.create = t1 - t0
         self.timing.start = time.perf_counter() - t1
+        if cfg.allowed_hosts is not None:
+            try:
+                egress.restrict(self, list(cfg.allowed_hosts))
+            except BaseException:
+                self.remove()
+                raise
         if cfg.storage_mb:
             self.disk = DiskGuard(self, cfg.storage_mb).start()
         return self

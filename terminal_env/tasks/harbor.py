@@ -112,19 +112,22 @@ def _check_hosts(problems: Problems, file: Path, field: str, hosts: list[str]) -
 
 def network(problems: Problems, file: Path, prefix: str, table: Any,
              legacy: bool | None = None) -> str | None:
-    """The network mode a table declares (``public``, ``no-network``), or None when it declares
-    none. ``legacy`` is the old ``allow_internet`` of the same table; both spellings given must
-    agree. ``allowlist`` is refused: nothing here enforces a host allowlist yet."""
+    """The network mode a table declares (``public``, ``no-network``, ``allowlist``), or None
+    when it declares none. ``legacy`` is the old ``allow_internet`` of the same table; both
+    spellings given must agree. An allowlist's hosts are :func:`allowed_hosts`."""
     mode, hosts = table.network_mode, table.allowed_hosts
     if hosts is not None:
         _check_hosts(problems, file, f"{prefix}.allowed_hosts", hosts)
         if mode != "allowlist":
             problems.error(file, f"{prefix}.allowed_hosts", "only valid with network_mode = "
                            "\"allowlist\" (as in Harbor); remove it or set the mode")
+        for i, host in enumerate(hosts):
+            if host.strip().startswith("*."):
+                refuse(problems, file, f"{prefix}.allowed_hosts[{i}]", f"{host!r}: a wildcard needs "
+                        "filtering by name, and the allowlist here filters addresses (names resolved when "
+                        "the sandbox starts); list the host names")
     if mode == "allowlist":
-        refuse(problems, file, f"{prefix}.network_mode", "\"allowlist\" (no host allowlist "
-                "is enforced here yet); use \"no-network\" or \"public\"")
-        return None
+        return mode
     if mode is not None and legacy is not None and legacy != (mode == "public"):
         problems.error(file, f"{prefix}.network_mode", f"{mode!r} contradicts {prefix}."
                        f"allow_internet = {str(legacy).lower()}; remove allow_internet (the old "
@@ -146,6 +149,10 @@ def phases(problems: Problems, file: Path, config: HarborTaskToml, baseline: str
         refuse(problems, file, "agent.network_mode", f"{agent!r} for the agent with "
                 f"{baseline!r} for the environment (the sandbox keeps one network from start to "
                 f"submit); set [environment] network_mode = \"{agent}\" instead")
+    elif agent == "allowlist" and allowed_hosts(config.agent) != allowed_hosts(config.environment):
+        refuse(problems, file, "agent.allowed_hosts", "other hosts for the agent than for the "
+                "environment (the sandbox keeps one allowlist from start to submit); give them once, "
+                "in [environment]")
     verifier = network(problems, file, "verifier", config.verifier)
     if verifier == "public":
         refuse(problems, file, "verifier.network_mode", "\"public\": the protected verifier "
@@ -156,6 +163,13 @@ def phases(problems: Problems, file: Path, config: HarborTaskToml, baseline: str
         if vmode == "public":
             refuse(problems, file, "verifier.environment.network_mode", "\"public\": the "
                     "separate verifier sandbox has no network here; use \"no-network\"")
+
+
+def allowed_hosts(table: Any) -> list[str] | None:
+    """The hosts a table with ``network_mode = "allowlist"`` allows (None: not an allowlist)."""
+    if table.network_mode != "allowlist":
+        return None
+    return [h.strip().lower().rstrip(".") for h in table.allowed_hosts or []]
 
 
 def verifier_environment(problems: Problems, file: Path, config: HarborTaskToml,
@@ -287,8 +301,8 @@ def steps(problems: Problems, file: Path, config: HarborTaskToml, task_dir: Path
         refuse(problems, file, "steps", "a multi-step task's verifier runs in the shared sandbox "
                 "here (each step's tests in the agent's sandbox, as environment_mode = \"shared\"); "
                 "remove environment_mode = \"separate\" or [verifier.environment]")
-    if network_mode == "public":
-        refuse(problems, file, "steps", "a multi-step task with network_mode = \"public\": the "
+    if network_mode != "no-network":
+        refuse(problems, file, "steps", f"a multi-step task with network_mode = \"{network_mode}\": the "
                 "verifier cuts the sandbox off the network, and a later step would run without it; "
                 "use \"no-network\"")
     task_tests = (task_dir / "tests" / "test.sh").is_file()

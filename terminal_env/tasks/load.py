@@ -288,6 +288,9 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
                        f"{config.verifier.environment_mode!r}; keep one of them")
     verifier_mode = meta.verifier_mode or harbor_mode or "same"
     harbor.phases(problems, f, config, network)
+    if verifier_mode == "separate" and config.verifier.network_mode == "allowlist":
+        harbor.refuse(problems, f, "verifier.network_mode", "\"allowlist\" for a separate verifier: "
+                      "its sandbox has no network here; run the verifier in shared mode, or use \"no-network\"")
     verifier_environment: dict[str, Any] = {}
     if verifier_mode == "separate":
         agent_limits = {k: Task.model_fields[k].default for k in ("cpus", "memory_mb", "storage_mb")}
@@ -343,6 +346,8 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         build_timeout=config.environment.build_timeout_sec,
         gpus=config.environment.gpus,
         allow_internet=network == "public",
+        allowed_hosts=harbor.allowed_hosts(config.environment),
+        verifier_allowed_hosts=harbor.allowed_hosts(config.verifier),
         schema_version=None if version is None else str(version),
         source=config.source,
         description=config.task.description if config.task else "",

@@ -162,6 +162,10 @@ class Task(BaseModel):
     storage_mb: int = 10240
     gpus: int = 0
     allow_internet: bool = False
+    #: Harbor's ``network_mode = "allowlist"``: the only hosts the agent's sandbox may reach
+    allowed_hosts: list[str] | None = None
+    #: ``[verifier] network_mode = "allowlist"``: the tests run with a network, reaching only these
+    verifier_allowed_hosts: list[str] | None = None
     env: dict[str, str] = Field(default_factory=dict)  # sandbox env; Harbor's ${VAR} from host
     agent_user: str | None = None
     workdir: str = "/app"
@@ -188,9 +192,17 @@ class Task(BaseModel):
     warnings: list[Problem] = Field(default_factory=list)
 
     @property
-    def network_mode(self) -> Literal["public", "no-network"]:
-        """Harbor's spelling of :attr:`allow_internet`: the sandbox's network from start to
-        submit (the verifier always runs with none)."""
+    def reaches_network(self) -> bool:
+        """Whether the agent or the tests may reach hosts beyond the sandbox (public, or an
+        allowlist with hosts in either phase)."""
+        return self.allow_internet or bool(self.allowed_hosts) or bool(self.verifier_allowed_hosts)
+
+    @property
+    def network_mode(self) -> Literal["public", "no-network", "allowlist"]:
+        """Harbor's spelling of :attr:`allow_internet` and :attr:`allowed_hosts`: the sandbox's
+        network from start to submit."""
+        if self.allowed_hosts is not None:
+            return "allowlist"
         return "public" if self.allow_internet else "no-network"
 
     # -- steps ------------------------------------------------------------------------------
@@ -289,7 +301,11 @@ class Task(BaseModel):
             cpus=self.cpus,
             memory_mb=self.memory_mb,
             storage_mb=self.storage_mb,
-            network=self.allow_internet,
+            # a verifier with an allowlist needs a network the agent's phase then lacks: the
+            # sandbox gets one, firewalled to nothing (loopback only) until the tests run
+            network=self.allow_internet or self.allowed_hosts is not None or self.verifier_allowed_hosts is not None,
+            allowed_hosts=self.allowed_hosts if self.allowed_hosts is not None else (
+                [] if self.verifier_allowed_hosts is not None and not self.allow_internet else None),
             runtime=self.runtime,
             metadata={
                 "split": self.split,

@@ -45,6 +45,7 @@ import docker.errors
 
 from ..errors import InfraError, TerminalEnvError
 from ..sandbox import Sandbox, SandboxConfig
+from ..sandbox import egress
 from ..sandbox.sweep import stop_processes
 from . import guard
 from .parse import CHECK_FILES, REWARD_FILES, parse_results
@@ -313,10 +314,14 @@ class ProtectedVerifier:
             timings["copy_artifacts"] = time.perf_counter() - t
             return self._run_tests(fresh, timings)
 
-    @staticmethod
-    def _disconnect_networks(sandbox: Sandbox) -> None:
+    def _disconnect_networks(self, sandbox: Sandbox) -> None:
         """Tests run cut off from every network but those of the task's own services (which
-        the tests may ask about what the agent did)."""
+        the tests may ask about what the agent did); with ``[verifier] network_mode =
+        "allowlist"``, reaching only its hosts (:mod:`terminal_env.sandbox.egress`)."""
+        hosts = getattr(self.task, "verifier_allowed_hosts", None)
+        if hosts is not None:
+            egress.restrict(sandbox, list(hosts))
+            return
         keep = {"none", "host", *sandbox.config.networks}
         if sandbox.stack is not None:
             keep |= set(sandbox.stack.agent_networks())
