@@ -41,7 +41,7 @@ from .rewards import get_reward
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
 from .sandbox.engine import engine_errors
 from .scale.warm import Ready
-from .steps import between_steps, combine, min_reward_failure
+from .steps import between_steps, combine, min_reward_failure, wait_healthy
 from .session import SessionConfig, ShellSession, StepOutput
 from .task import TaskSpec, hello_task
 from .verify.result import disk_budget_result, exhausted_result
@@ -394,6 +394,7 @@ class TerminalEnv(gym.Env[str, str]):
                     f"setup command of task {self.task.name!r} failed (exit {res.exit_code}): "
                     f"{cmd!r}\n{res.output[-2000:]}"
                 )
+        wait_healthy(sandbox, self.task.healthcheck, self.task.user, f"task {self.task.name}")
 
     def _time_limit(self) -> float | None:
         """The time budget of the episode, or of the current step of a multi-step task (its own

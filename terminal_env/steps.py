@@ -17,9 +17,11 @@ from __future__ import annotations
 import math
 import posixpath
 import shlex
+import time
 from typing import Any
 
 from .errors import ConfigError, InfraError
+from .task import Healthcheck
 from .tasks.model import TaskStep, tree_files
 from .verify import guard
 from .verify.result import Outcome, VerifierResult
@@ -88,6 +90,28 @@ def combine(steps: list[tuple[str, VerifierResult, float]], strategy: str | None
         source="steps", message=f"{strategy} over {note}", **common), reward
 
 
+def wait_healthy(sandbox: Any, check: Healthcheck | None, user: str | None, where: str = "the task") -> None:
+    """Run ``check`` (Harbor's, Docker's meaning) until it succeeds; an :class:`InfraError`
+    naming the command and its last output when it does not."""
+    if check is None:
+        return
+    start_period_end = time.monotonic() + check.start_period_sec
+    failures = 0
+    while True:
+        in_start_period = time.monotonic() < start_period_end
+        run = sandbox.exec(check.command, user=user, timeout=check.timeout_sec)
+        if run.exit_code == 0:
+            return
+        if in_start_period:
+            time.sleep(check.start_interval_sec)
+            continue
+        failures += 1
+        if failures >= check.retries:
+            raise InfraError(f"the healthcheck of {where} failed {failures} times in a row: "
+                             f"{check.command!r} (exit {run.exit_code}): {run.output[-500:]}")
+        time.sleep(check.interval_sec)
+
+
 def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) -> None:
     """Make the sandbox ready for ``step`` after the verifier of the one before: remove what the
     verifier put there (its tests, results and guard), then copy the step's ``workdir/`` into
@@ -98,6 +122,7 @@ def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) 
         raise InfraError(f"could not remove the verifier's files before step {step.name!r}: {clean.output[-500:]}")
     files = tree_files(step.workdir_dir) if step.workdir_dir is not None else {}
     if not files:
+        wait_healthy(sandbox, step.healthcheck, user, f"step {step.name}")
         return
     sandbox.write_files({posixpath.join(workdir, rel): src.read_bytes() for rel, src in files.items()},
                         mode=0o755)
@@ -110,3 +135,4 @@ def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) 
         if run.exit_code != 0:
             raise ConfigError(f"step {step.name!r}: steps/{step.name}/workdir/setup.sh failed (exit "
                               f"{run.exit_code}): {run.output[-1000:]}")
+    wait_healthy(sandbox, step.healthcheck, user, f"step {step.name}")

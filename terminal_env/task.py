@@ -8,13 +8,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 from .sandbox import SandboxConfig, SandboxLimits
 from .sandbox.stack import StackSpec
 
 DEFAULT_IMAGE = "terminal-env/base:bookworm-1"
+
+
+class Healthcheck(BaseModel):
+    """Harbor's ``healthcheck`` (of ``[environment]`` or of a step), with Docker's meaning: the
+    command runs until it succeeds before the agent starts; failures in the first
+    ``start_period_sec`` do not count, after it ``retries`` failures in a row fail the episode
+    (an infrastructure failure: masked, retried)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(min_length=1)
+    interval_sec: float = Field(5.0, ge=0)
+    timeout_sec: float = Field(30.0, gt=0)
+    start_period_sec: float = Field(0.0, ge=0)
+    start_interval_sec: float = Field(5.0, ge=0)
+    retries: int = Field(3, ge=1)
 
 
 class TaskSpec(SandboxLimits):
@@ -32,6 +48,8 @@ class TaskSpec(SandboxLimits):
     #: shell commands run as root before the episode starts (not shown to the agent)
     setup: list[str] = Field(default_factory=list)
     setup_timeout: float = Field(300, gt=0)
+    #: run until it succeeds after the setup, before the agent's first command
+    healthcheck: Healthcheck | None = None
     #: the task's other services (a multi-container task), started around the agent's container
     services: StackSpec | None = None
     #: anything else a loader wants to carry along (category, difficulty, split, paths, ...)

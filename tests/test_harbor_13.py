@@ -197,8 +197,6 @@ def test_bad_steps_are_named(tmp_path, edit, field, says):
 
 @pytest.mark.parametrize("edit, field", [
     (lambda t: t.replace('[[steps]]\nname = "01-notes"', '[[steps]]\nname = "01-notes"\n'
-                         'healthcheck = { command = "true" }'), "steps[0].healthcheck"),
-    (lambda t: t.replace('[[steps]]\nname = "01-notes"', '[[steps]]\nname = "01-notes"\n'
                          'artifacts = ["/app/notes.txt"]'), "steps[0].artifacts"),
     (lambda t: t.replace("[steps.agent]\n", '[steps.agent]\nuser = "nobody"\n'), "steps[1].agent.user"),
     (lambda t: t.replace("[steps.agent]\n", '[steps.agent]\nnetwork_mode = "public"\n'),
@@ -210,6 +208,21 @@ def test_bad_steps_are_named(tmp_path, edit, field, says):
 ])
 def test_step_fields_not_run_here_are_refused(tmp_path, edit, field):
     refused(steps_task(tmp_path, edit), field)
+
+
+def test_healthchecks_load_with_dockers_defaults_and_bad_numbers_are_named(tmp_path):
+    d = task_with(tmp_path, env='healthcheck = { command = "pg_isready", retries = 5, start_period_sec = 2 }')
+    check = load_task(d).healthcheck
+    assert (check.command, check.retries, check.start_period_sec, check.interval_sec, check.timeout_sec) == (
+        "pg_isready", 5, 2.0, 5.0, 30.0)
+    assert load_task(d).to_spec("img").healthcheck == check
+    bad = task_with(tmp_path / "b", env='healthcheck = { command = "true", retries = 0 }')
+    assert "1 or more" in error(bad, "environment.healthcheck.retries")
+    bad = task_with(tmp_path / "c", env='healthcheck = { command = "true", interval_sec = -1 }')
+    assert "seconds" in error(bad, "environment.healthcheck.interval_sec")
+    step = steps_task(tmp_path, lambda t: t.replace('[[steps]]\nname = "01-notes"', '[[steps]]\nname = "01-notes"\n'
+                                                  'healthcheck = { command = "test -d /app" }'))
+    assert load_task(step).steps[0].healthcheck.command == "test -d /app"
 
 
 def test_a_multi_step_task_needs_no_top_level_instruction_or_solution(tmp_path):
@@ -302,7 +315,6 @@ def test_an_agent_allowlist_other_than_the_environments_is_refused(tmp_path):
     ("gpus = 1", "environment.gpus", "GPU"),
     ('tpu = { type = "v6e", topology = "2x4" }', "environment.tpu", "TPU"),
     ('skills_dir = "/skills"', "environment.skills_dir", "skills"),
-    ('healthcheck = { command = "true" }', "environment.healthcheck", "readiness"),
     ('mcp_servers = [{ name = "m", transport = "stdio", command = "srv" }]',
      "environment.mcp_servers", "MCP"),
 ])

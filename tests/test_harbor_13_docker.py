@@ -286,3 +286,35 @@ def test_a_verifier_allowlist_holds_in_the_tests_and_the_agent_reaches_nothing(t
         env.close()
     assert set(agent_saw.split()) == {f"{a}:no", f"{b}:no"}  # the agent's phase: firewalled to nothing
     assert reward == 1.0, info["verification"].log_tail  # the tests reached b and not a
+
+
+# -- healthcheck: the agent starts once the sandbox is ready --------------------------------------
+#: succeeds once the sandbox has run for 2 s (its keeper's age): a service that takes time to come up
+READY_AFTER_2S = "[ $(( $(date +%s) - $(stat -c %Y /proc/1) )) -ge 2 ]"
+
+
+def test_the_agent_starts_after_the_healthcheck_passes(tmp_path, base_image):
+    task = write_task(tmp_path, environment=f'healthcheck = {{ command = "{READY_AFTER_2S}", interval_sec = 0.2, '
+                                            'start_period_sec = 5, start_interval_sec = 0.2 }',
+                      test_sh="echo 1 > /logs/verifier/reward.txt\n")
+    env = TerminalEnv(task, reward="binary", max_steps=3)
+    try:
+        env.reset()
+        ready = env.step(f"{READY_AFTER_2S} && echo ready || echo early")[0]
+    finally:
+        env.close()
+    assert ready.strip() == "ready"
+    task = write_task(tmp_path / "b", environment='healthcheck = { command = "test -f /app/never", '
+                                                  'interval_sec = 0.1 }',
+                      test_sh="echo 1 > /logs/verifier/reward.txt\n")
+    env = TerminalEnv(task, reward="binary", max_steps=3)  # never ready: 3 failures in a row
+    try:
+        env.reset()
+    except Exception as exc:  # noqa: BLE001 - the kind is checked below
+        failed = exc
+    else:
+        failed = None
+    finally:
+        env.close()
+    from terminal_env.errors import InfraError
+    assert isinstance(failed, InfraError) and "failed 3 times in a row" in str(failed)

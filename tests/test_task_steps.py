@@ -170,3 +170,24 @@ def test_a_background_writer_from_an_earlier_step_does_not_outlive_it(tmp_path, 
         env.close()
     assert "No such file or directory" in left  # stopped with step 1's verification
     assert terminated and reward == 0.5 and info["verification"].steps[1]["outcome"] == "failed"
+
+
+@pytest.mark.parametrize("check, ready", [("test -f /app/items.txt", True), ("test -f /app/never", False)])
+def test_a_steps_healthcheck_runs_after_its_setup_before_its_agent(tmp_path, base_image, check, ready):
+    from terminal_env.errors import InfraError
+
+    d = copy_task(tmp_path)
+    toml = (d / "task.toml").read_text().replace(
+        'name = "02-count"\n', f'name = "02-count"\nhealthcheck = {{ command = "{check}", interval_sec = 0.1 }}\n')
+    (d / "task.toml").write_text(toml)
+    env = TerminalEnv(d, reward="binary")
+    try:
+        env.reset()
+        play(env, [STEP1])
+        if ready:  # items.txt is made by the step's setup.sh, which runs first
+            assert "next_step" in env.step("#!submit")[4]
+        else:  # never ready: the episode fails for the infrastructure's reasons (masked, retried)
+            with pytest.raises(InfraError, match="healthcheck of step 02-count failed 3 times"):
+                env.step("#!submit")
+    finally:
+        env.close()

@@ -355,10 +355,10 @@ def test_unsupported_features_are_errors(tmp_path):
     d = copy_task("harbor-sum", tmp_path)
     edit(d / "task.toml", "[environment]\n", '[environment]\nos = "windows"\n')
     (d / "task.toml").write_text((d / "task.toml").read_text() + '\n[[steps]]\nname = "one"\n'
-                                 'healthcheck = { command = "true" }\n')
+                                 'artifacts = ["/app/x"]\n')
     problems = problems_of(d)
     find(problems, "task.toml", "environment.os")
-    find(problems, "task.toml", "steps[0].healthcheck")
+    find(problems, "task.toml", "steps[0].artifacts")
 
 
 def test_a_docker_compose_yml_in_the_environment_is_build_context(tmp_path):

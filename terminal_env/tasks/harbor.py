@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import ArtifactSpec, check_destination
+from ..task import Healthcheck
 from .model import CollectHook, TaskStep
 from .schema import MIN_MEMORY_MB, HarborTaskToml, Problems, parse_size_mb
 
@@ -165,6 +166,25 @@ def phases(problems: Problems, file: Path, config: HarborTaskToml, baseline: str
                     "separate verifier sandbox has no network here; use \"no-network\"")
 
 
+def healthcheck(problems: Problems, file: Path, field: str, table: Any) -> Healthcheck | None:
+    """A ``healthcheck`` table as run here (Docker's meaning), its numbers checked."""
+    if table is None:
+        return None
+    if not table.command.strip():
+        problems.error(file, f"{field}.command", "must be a non-empty shell command")
+        return None
+    for name in ("interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec"):
+        value = getattr(table, name)
+        if not math.isfinite(value) or value < 0 or (name == "timeout_sec" and value == 0) or value > 86400:
+            problems.error(file, f"{field}.{name}", f"must be a number of seconds in [0, 86400] (timeout above 0), "
+                           f"got {value!r}")
+            return None
+    if table.retries < 1:
+        problems.error(file, f"{field}.retries", f"must be 1 or more, got {table.retries}")
+        return None
+    return Healthcheck(**table.model_dump())
+
+
 def allowed_hosts(table: Any) -> list[str] | None:
     """The hosts a table with ``network_mode = "allowlist"`` allows (None: not an allowlist)."""
     if table.network_mode != "allowlist":
@@ -271,9 +291,6 @@ def unsupported(problems: Problems, file: Path, config: HarborTaskToml) -> None:
     if env.skills_dir is not None:
         refuse(problems, file, "environment.skills_dir", "skills are not copied to agents' "
                 "configuration here; remove it")
-    if env.healthcheck is not None:
-        refuse(problems, file, "environment.healthcheck", "no readiness check is run before "
-                "the agent starts here; remove it (or make the image ready at start)")
     user = config.verifier.user
     if user not in (None, "root", 0):
         refuse(problems, file, "verifier.user", f"{user!r}: the protected verifier runs the "
@@ -335,9 +352,6 @@ def steps(problems: Problems, file: Path, config: HarborTaskToml, task_dir: Path
         solve = root / "solution" / "solve.sh"
         if not solve.is_file():
             problems.warning(solve, "", f"missing: the oracle cannot run step {name!r}")
-        if step.healthcheck is not None:
-            refuse(problems, file, f"{field}.healthcheck", "no readiness check is run before a "
-                    "step's agent here; remove it (or make setup.sh wait until ready)")
         if step.artifacts:
             refuse(problems, file, f"{field}.artifacts", "a step's own artifacts are not collected "
                     "here (the task's artifacts are, after the last step); list them in the task's artifacts")
@@ -374,5 +388,6 @@ def steps(problems: Problems, file: Path, config: HarborTaskToml, task_dir: Path
             solution_script=solve if solve.is_file() else None,
             workdir_dir=root / "workdir" if (root / "workdir").is_dir() else None,
             min_reward=step.min_reward, agent_timeout=agent.timeout_sec, verifier_timeout=vtimeout,
+            healthcheck=healthcheck(problems, file, f"{field}.healthcheck", step.healthcheck),
             verifier_env=dict(verifier.env)))
     return out

@@ -297,6 +297,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         verifier_environment = harbor.verifier_environment(
             problems, f, config, {**agent_limits, **limits}, tests_dir)
     task_steps = harbor.steps(problems, f, config, path, network, verifier_mode)
+    env_check = harbor.healthcheck(problems, f, "environment.healthcheck", config.environment.healthcheck)
     if task_steps:
         instruction = task_steps[0].instruction  # what the task shows first
     if config.task is not None and "/" not in config.task.name:
@@ -347,6 +348,7 @@ def read_harbor(path: Path, problems: Problems) -> Task | None:
         gpus=config.environment.gpus,
         allow_internet=network == "public",
         allowed_hosts=harbor.allowed_hosts(config.environment),
+        healthcheck=env_check,
         verifier_allowed_hosts=harbor.allowed_hosts(config.verifier),
         schema_version=None if version is None else str(version),
         source=config.source,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..artifacts import ArtifactSpec
 from ..errors import ConfigError
-from ..task import TaskSpec
+from ..task import Healthcheck, TaskSpec
 from .schema import Problem
 
 # ---- digests -------------------------------------------------------------------------------
@@ -109,6 +109,8 @@ class TaskStep(BaseModel):
     workdir_dir: Path | None = None
     #: a number gates the ``reward`` metric; a table gates each named metric (a missing one fails)
     min_reward: float | dict[str, float] | None = None
+    #: run after the step's setup.sh, until it succeeds, before the step's agent
+    healthcheck: Healthcheck | None = None
     agent_timeout: float | None = None
     verifier_timeout: float | None = None
     verifier_env: dict[str, str] = Field(default_factory=dict)
@@ -167,6 +169,8 @@ class Task(BaseModel):
     #: ``[verifier] network_mode = "allowlist"``: the tests run with a network, reaching only these
     verifier_allowed_hosts: list[str] | None = None
     env: dict[str, str] = Field(default_factory=dict)  # sandbox env; Harbor's ${VAR} from host
+    #: ``[environment] healthcheck``: run until it succeeds before the agent starts
+    healthcheck: Healthcheck | None = None
     agent_user: str | None = None
     workdir: str = "/app"
     runtime: str | None = None  # OCI runtime of the sandbox (None: the engine's default)
@@ -298,6 +302,7 @@ class Task(BaseModel):
             workdir=self.workdir,
             env=self.sandbox_env(),
             user=self.agent_user,
+            healthcheck=self.healthcheck,
             cpus=self.cpus,
             memory_mb=self.memory_mb,
             storage_mb=self.storage_mb,
