@@ -400,7 +400,8 @@ def test_edge_cases(kind):
 
 def _inject_fix(rng: random.Random, index: int) -> Instance:
     kinds = sorted(rng.sample(sorted(_CMDS), rng.choices([1, 2, 3], [25, 30, 45])[0]))
-    trap = rng.random() < 0.65
+    # the path check alone is one hidden test: its edge cases make the three a gated task needs
+    trap = rng.random() < 0.65 or kinds == ["path"]
     tool = rng.choice(["deskctl", "opsdesk", "backoffice", "clerk", "shopadm", "ledgerctl"])
     prog = f"/app/{tool}/{tool}.py"
     consts = {name: rng.choice([rng.randint(2, 30), round(rng.uniform(0.5, 20), 2)])
