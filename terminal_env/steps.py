@@ -112,6 +112,32 @@ def wait_healthy(sandbox: Any, check: Healthcheck | None, user: str | None, wher
         time.sleep(check.interval_sec)
 
 
+#: $1 parent directories (top down), then the files: links and non-directories among the
+#: parents removed, links and directories where the files go removed
+_CLEAR = """n=$1; shift; i=0
+for p in "$@"; do
+  i=$((i+1))
+  [ "$p" = / ] && continue
+  if [ $i -le $n ]; then
+    if [ -L "$p" ] || { [ -e "$p" ] && [ ! -d "$p" ]; }; then rm -f -- "$p"; fi
+  elif [ -L "$p" ]; then rm -f -- "$p"
+  elif [ -d "$p" ]; then rm -rf -- "$p"
+  fi
+done"""
+
+
+def _parents(path: str, root: str) -> list[str]:
+    """The directories from ``root`` (itself included) down to ``path``'s parent."""
+    out = []
+    parent = posixpath.dirname(path)
+    while parent.startswith(root) and parent not in out:
+        out.append(parent)
+        if parent == root:
+            break
+        parent = posixpath.dirname(parent)
+    return out
+
+
 def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) -> None:
     """Make the sandbox ready for ``step`` after the verifier of the one before: remove what the
     verifier put there (its tests, results and guard), then copy the step's ``workdir/`` into
@@ -124,11 +150,17 @@ def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) 
     if not files:
         wait_healthy(sandbox, step.healthcheck, user, f"step {step.name}")
         return
-    sandbox.write_files({posixpath.join(workdir, rel): src.read_bytes() for rel, src in files.items()},
-                        mode=0o755)
+    targets = [posixpath.join(workdir, rel) for rel in files]
+    # the files are written as root: nothing the agent left may redirect them (a link, or a file
+    # where a directory goes, is removed first, top down; a directory where a file goes too)
+    parents = sorted({p for t in targets for p in _parents(t, workdir)}, key=lambda p: (p.count("/"), p))
+    clear = sandbox.exec(["sh", "-c", _CLEAR, "sh", str(len(parents)), *parents, *targets], user="root", timeout=60)
+    if clear.exit_code != 0:
+        raise InfraError(f"could not clear the way for step {step.name!r}'s files: {clear.output[-500:]}")
+    sandbox.write_files({t: src.read_bytes() for t, src in zip(targets, files.values())}, mode=0o755)
     if user:
-        paths = " ".join(shlex.quote(posixpath.join(workdir, rel)) for rel in files)
-        sandbox.exec(["sh", "-c", f"chown {shlex.quote(user)} {paths}"], user="root", timeout=60)
+        paths = " ".join(shlex.quote(t) for t in targets)
+        sandbox.exec(["sh", "-c", f"chown -h {shlex.quote(user)} {paths}"], user="root", timeout=60)
     if "setup.sh" in files:
         run = sandbox.exec(["bash", posixpath.join(workdir, "setup.sh")], user=user or "root", timeout=600,
                            workdir=workdir)

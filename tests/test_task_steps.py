@@ -191,3 +191,31 @@ def test_a_steps_healthcheck_runs_after_its_setup_before_its_agent(tmp_path, bas
                 env.step("#!submit")
     finally:
         env.close()
+
+
+def _plant_a_link_for_the_next_steps_files(tmp_path: Path) -> tuple[str, str]:
+    d = copy_task(tmp_path)
+    (d / "steps" / "02-count" / "workdir" / "sub").mkdir()
+    (d / "steps" / "02-count" / "workdir" / "sub" / "data.txt").write_text("step 2's data\n")
+    env = TerminalEnv(d, reward="binary")
+    try:
+        env.reset()
+        play(env, ["mkdir -p /tmp/elsewhere && ln -s /tmp/elsewhere /app/sub", STEP1, "#!submit"])
+        here = env.step("test -L /app/sub && echo link; cat /app/sub/data.txt")[0]
+        elsewhere = env.step("ls /tmp/elsewhere")[0]
+        return here, elsewhere
+    finally:
+        env.close()
+
+
+def test_a_link_planted_for_a_later_steps_files_redirects_nothing(tmp_path, base_image, monkeypatch):
+    """The next step's files are written as root: a link the agent left where one of their
+    folders goes would send them (and the chown after them) wherever it points."""
+    import terminal_env.steps as steps
+
+    with monkeypatch.context() as m:
+        m.setattr(steps, "_CLEAR", "true")  # without the rule: the attack works
+        here, elsewhere = _plant_a_link_for_the_next_steps_files(tmp_path / "a")
+    assert here.startswith("link") and "data.txt" in elsewhere
+    here, elsewhere = _plant_a_link_for_the_next_steps_files(tmp_path / "b")
+    assert here.strip() == "step 2's data" and elsewhere.strip() == ""
