@@ -24,7 +24,6 @@ from typing import Any, Literal, Mapping
 import docker
 import docker.errors
 import requests
-from docker.utils.socket import frames_iter
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import (
@@ -650,7 +649,7 @@ class Sandbox:
             out = OutputBuffer(output_limit // 2, output_limit // 2)
             err = OutputBuffer(output_limit // 2, output_limit // 2)
             with ExecSocket(api, exec_id, tty=False) as conn:
-                frames = frames_iter(conn.sock, tty=False)
+                frames = conn.frames()
                 while self._exec_readable(conn, exec_id):
                     frame = next(frames, None)
                     if frame is None:
@@ -685,6 +684,8 @@ class Sandbox:
         container died) and the engine left the stream open, which it does when the container
         dies under an exec: reading on would wait forever."""
         while True:
+            if conn.pending():  # read with the response's head: already here
+                return True
             ready, _, _ = select.select([conn.raw], [], [], self.EXEC_IDLE_CHECK)
             if ready:
                 return True
