@@ -60,7 +60,7 @@ class Keys(_Action):
 class Submit(_Action):
     """The agent is done; the episode ends (and is verified, when a verifier is set). In a
     multi-step task it ends the current step, and the next one begins (``final``: the episode
-    ends here, the later steps not run)."""
+    ends here, the later steps not run: they score 0)."""
 
     kind: Literal["submit"] = "submit"
     final: bool = False
@@ -71,6 +71,8 @@ _adapter: TypeAdapter[Any] = TypeAdapter(Action)
 
 KEYS_PREFIX = "#!keys"
 SUBMIT_TEXT = "#!submit"
+#: the text form of ``Submit(final=True)``: a multi-step task's later steps are not run (and score 0)
+SUBMIT_FINAL_TEXT = "#!submit --final"
 TIMEOUT_PREFIX = "#!timeout"
 
 
@@ -107,6 +109,8 @@ def parse_action(action: Any) -> Command | Keys | Submit:
         stripped = action.strip()
         if stripped == SUBMIT_TEXT:
             return Submit()
+        if stripped == SUBMIT_FINAL_TEXT:
+            return Submit(final=True)
         if stripped.startswith(KEYS_PREFIX + " ") or stripped == KEYS_PREFIX:
             try:
                 tokens = shlex.split(stripped[len(KEYS_PREFIX) :])
@@ -134,7 +138,7 @@ def parse_action(action: Any) -> Command | Keys | Submit:
 def action_to_text(action: Command | Keys | Submit) -> str:
     """The plain-text form of an action (inverse of :func:`parse_action`)."""
     if isinstance(action, Submit):
-        return SUBMIT_TEXT
+        return SUBMIT_FINAL_TEXT if action.final else SUBMIT_TEXT
     if isinstance(action, Keys):
         return KEYS_PREFIX + " " + " ".join(shlex.quote(k) for k in action.keys)
     if action.timeout is not None:

@@ -447,7 +447,8 @@ class TerminalEnv(gym.Env[str, str]):
             return fit_text(text, self.config.max_observation_chars), 0.0, False, False, info
         self._done = True
         combined, total = combine(self._step_runs, getattr(self.source_task, "multi_step_reward_strategy", None),
-                                  len(self.task_steps), None if last else stopped)
+                                  len(self.task_steps), None if last else stopped,
+                                  cut_short=final and not last)
         info["verification"] = combined
         info["masked"] = combined.masked
         if self.artifacts_dir is not None and self.sandbox is not None:

@@ -51,15 +51,20 @@ def step_metrics(result: VerifierResult) -> dict[str, float]:
 
 
 def combine(steps: list[tuple[str, VerifierResult, float]], strategy: str | None, total: int,
-            stopped: str | None) -> tuple[VerifierResult, float]:
+            stopped: str | None, *, cut_short: bool = False) -> tuple[VerifierResult, float]:
     """The episode's verdict and reward from its verified steps ``(name, result, reward)`` (the
     reward under the environment's reward function). ``total``: how many steps the task has;
-    ``stopped``: why the later steps did not run (None when all ran)."""
+    ``stopped``: why the later steps did not run (None when all ran). ``cut_short``: they did
+    not run because the episode ended before them (a final submit, the step budget, a dead
+    sandbox, a full disk): then they count, each a failed step (under ``final`` the episode
+    scores 0), so that ending early after a good step is never worth more than going on. Steps
+    a ``min_reward`` stopped do not count, as in Harbor (the step that stopped them does)."""
     strategy = strategy or "mean"
     rows = [{"name": name, "outcome": r.outcome.value, "reward": round(reward, 6), "progress": r.progress,
              "metrics": step_metrics(r), "strict_success": r.strict_success, "message": r.message,
              "tests_digest": r.tests_digest, "duration": r.duration} for name, r, reward in steps]
-    note = f"{len(steps)} of {total} steps verified" + (f"; {stopped}" if stopped else "")
+    note = f"{len(steps)} of {total} steps verified" + (f"; {stopped}" if stopped else "") + (
+        f"; the {total - len(steps)} not reached count as failed" if cut_short and len(steps) < total else "")
     checks = [c.model_copy(update={"name": f"{name}/{c.name}"}) for name, r, _ in steps for c in r.checks]
     common = {"steps": rows, "checks": checks, "tests_digest": steps[-1][1].tests_digest if steps else "",
               "duration": sum(r.duration for _, r, _ in steps)}
@@ -70,13 +75,14 @@ def combine(steps: list[tuple[str, VerifierResult, float]], strategy: str | None
     if steps and steps[-1][1].outcome == Outcome.infra_error:
         name, r, _ = steps[-1]
         return VerifierResult.infra_error(f"step {name}: {r.message}", **common), 0.0
+    missing = total - len(steps) if cut_short else 0
     if strategy == "final":
-        chosen = steps[-1:]
+        chosen = [] if missing else steps[-1:]
     else:
         chosen = steps
     if not chosen:
         return VerifierResult(outcome="failed", message=note, **common), 0.0
-    n = len(chosen)
+    n = len(chosen) + (missing if strategy != "final" else 0)
     keys = {k for _, r, _ in chosen for k in step_metrics(r)}
     metrics = {k: sum(step_metrics(r).get(k, 0.0) for _, r, _ in chosen) / n for k in sorted(keys)}
     progress = sum(r.progress for _, r, _ in chosen) / n

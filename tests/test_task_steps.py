@@ -103,18 +103,26 @@ def test_a_step_whose_time_runs_out_is_verified_and_the_next_begins(tmp_path, ba
     assert terminated and reward == 0.5
 
 
-def test_a_final_submit_ends_the_episode_in_the_step_it_is_in(tmp_path, base_image):
-    from terminal_env.actions import Submit
+@pytest.mark.parametrize("strategy, expected", [("mean", 0.5), ("final", 0.0)])
+def test_ending_the_episode_after_a_good_step_scores_the_steps_not_reached_as_failed(
+        tmp_path, base_image, strategy, expected):
+    """A final submit ends the episode in its step. Harbor's mean over the verified steps alone
+    would give 1.0 here: an agent that did the easy first step and stopped would outscore one
+    that went on and failed the second (0.5). The steps not reached count as failed."""
+    from terminal_env.actions import Submit, parse_action
 
-    env = TerminalEnv(copy_task(tmp_path), reward="binary")
+    assert parse_action("#!submit --final") == Submit(final=True)  # its text form, for replays
+    env = TerminalEnv(copy_task(tmp_path, strategy), reward="binary")
     try:
         env.reset()
         play(env, [STEP1])
         obs, reward, terminated, truncated, info = env.step(Submit(final=True))
     finally:
         env.close()
-    assert terminated and reward == 1.0  # the mean of the one step verified, as Harbor counts it
-    assert "1 of 2 steps verified; the episode ended in step 01-notes" in info["verification"].message
+    assert terminated and reward == expected
+    v = info["verification"]
+    assert [s["outcome"] for s in v.steps] == ["passed"]  # the step it was in was verified
+    assert "the episode ended in step 01-notes; the 1 not reached count as failed" in v.message
 
 
 # -- attacks a later step could try ------------------------------------------------------------------

@@ -193,7 +193,7 @@ class ToolEpisode:
         is to be dropped (masked). Calling it again returns the same value."""
         record = self._require_record()
         if not self._over:
-            self.act(Submit())
+            self.act(Submit(final=True))  # a multi-step task's later steps, not reached, score 0
         return record.reward
 
     def end(self) -> None:
