@@ -164,7 +164,7 @@ class _Episode:
     def verify_now(self, termination: str) -> None:
         """End the episode where it stands and verify the work so far (a multi-step task's later
         steps are not run)."""
-        obs, reward, _, _, info = self.env.step(Submit(final=True))
+        obs, reward, _, _, info = self.env.step(Submit(final=bool(getattr(self.env, "task_steps", None))))
         if self.on_step is not None:
             self.on_step(Submit(), obs, info)
         self.finish(info, termination)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from terminal_env import TerminalEnv
+from terminal_env.actions import Submit
 from terminal_env.cli import main
 from terminal_env.verify import guard
 
@@ -109,7 +110,7 @@ def test_ending_the_episode_after_a_good_step_scores_the_steps_not_reached_as_fa
     """A final submit ends the episode in its step. Harbor's mean over the verified steps alone
     would give 1.0 here: an agent that did the easy first step and stopped would outscore one
     that went on and failed the second (0.5). The steps not reached count as failed."""
-    from terminal_env.actions import Submit, parse_action
+    from terminal_env.actions import parse_action
 
     assert parse_action("#!submit --final") == Submit(final=True)  # its text form, for replays
     env = TerminalEnv(copy_task(tmp_path, strategy), reward="binary")
@@ -227,3 +228,23 @@ def test_a_link_planted_for_a_later_steps_files_redirects_nothing(tmp_path, base
     assert here.startswith("link") and "data.txt" in elsewhere
     here, elsewhere = _plant_a_link_for_the_next_steps_files(tmp_path / "b")
     assert here.strip() == "step 2's data" and elsewhere.strip() == ""
+
+
+def test_a_trainer_adapter_plays_the_steps_and_its_record_replays_to_the_same_reward(tmp_path, base_image):
+    """The tool-call episode under the TRL, SkyRL, verifiers and OpenEnv adapters: a submit ends
+    a step and shows the next; finish() ends the episode; replay(record) gives the same reward."""
+    from terminal_env.integrations.episode import ToolEpisode, replay
+
+    episode = ToolEpisode(reward="binary")
+    try:
+        first = episode.start(str(copy_task(tmp_path)))
+        assert "step 1 of 2: 01-notes" in first
+        episode.command(STEP1)
+        nxt = episode.act(Submit())
+        assert "step 2 of 2: 02-count" in nxt and not episode.over
+        reward = episode.finish()  # step 2 left undone: verified, and the episode ends
+        record = episode.record
+    finally:
+        episode.close()
+    assert reward == 0.5 and record.actions[-1] == "#!submit --final"
+    assert replay(record) == 0.5

@@ -193,7 +193,8 @@ class ToolEpisode:
         is to be dropped (masked). Calling it again returns the same value."""
         record = self._require_record()
         if not self._over:
-            self.act(Submit(final=True))  # a multi-step task's later steps, not reached, score 0
+            # a multi-step task ends here: its later steps, not reached, score 0
+            self.act(Submit(final=bool(getattr(self.env, "task_steps", None))))
         return record.reward
 
     def end(self) -> None:
@@ -353,7 +354,8 @@ class TextEpisode:
         record = self.episode.record
         return {
             "turns": float(self.turns),
-            "commands": float(sum(1 for a in record.actions if a != action_to_text(Submit()))) if record else 0.0,
+            "commands": float(sum(1 for a in record.actions if not isinstance(parse_action(a), Submit)))
+            if record else 0.0,
             "format_errors": float(self.format_errors),
             "passed": float(bool(record and record.outcome == "passed")),
             "masked": float(bool(record and record.masked)),
