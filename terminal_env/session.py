@@ -182,12 +182,17 @@ class ShellSession:
         # The marker also carries the sandbox's uptime at the prompt (`read`, a built-in: no
         # process is started) and the last background job's pid, so that the job of the next
         # command can be told from earlier ones (see _foreground_pgid).
-        pc = (
-            "__TE_RC=$?; __TE_UP=; read -r __TE_UP _ </proc/uptime 2>/dev/null; "
-            f'printf "\\036TE%s:%d:%d:%s:%s:%s\\037\\n" {self._nonce} "$__TE_RC" "$$" "$__TE_UP" "$!" "$PWD"; '
-            'PS1=""; PS2=""'
-        )
+        # Only where the kernel reports no tpgid (gVisor): a runc sandbox's prompt reads no file.
         runtime = getattr(self.sandbox, "runtime", None)
+        if runtime is None or not runtime.reports_tpgid:
+            pc = (
+                "__TE_RC=$?; __TE_UP=; read -r __TE_UP _ </proc/uptime 2>/dev/null; "
+                f'printf "\\036TE%s:%d:%d:%s:%s:%s\\037\\n" {self._nonce} "$__TE_RC" "$$" "$__TE_UP" "$!" "$PWD"; '
+                'PS1=""; PS2=""'
+            )
+        else:
+            pc = (f'printf "\\036TE%s:%d:%d:::%s\\037\\n" {self._nonce} "$?" "$$" "$PWD"; '
+                  'PS1=""; PS2=""')
         box = getattr(self.sandbox, "config", None)
         limits = runtime.shell_limits(box.memory_mb, box.pids_limit) if runtime is not None else ""
         setup = (

@@ -91,6 +91,9 @@ class Runtime:
     #: containers can join bridge networks (runsc is registered with ``--network=none`` here,
     #: without which it does not start in this nested setup: its sandboxes have loopback only)
     bridge_networks: bool = True
+    #: /proc/PID/stat reports a terminal's foreground process group (``tpgid``); gVisor's says
+    #: 0, so the session's prompt then carries what finds it another way (uptime, ``$!``)
+    reports_tpgid: bool = True
 
     def mounts(self) -> dict[str, str]:
         """{path in the sandbox: host file} of the read-only files this runtime's sandboxes get
@@ -150,7 +153,7 @@ class Runtime:
 RUNC = Runtime("runc")
 RUNSC = Runtime(
     "runsc", host_processes=False, address_space_limit=True, statx_fix=True, host_tasks_per_process=32,
-    init_killable_from_inside=True, bridge_networks=False,
+    init_killable_from_inside=True, bridge_networks=False, reports_tpgid=False,
 )
 _KNOWN = {"runc": RUNC, "crun": Runtime("crun"), "runsc": RUNSC}
 
