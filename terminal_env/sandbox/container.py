@@ -705,8 +705,10 @@ class Sandbox:
         uid: int = 0,
         gid: int = 0,
         dir_mode: int | None = None,
+        modes: Mapping[str, int] | None = None,
     ) -> None:
-        """Write files given as {absolute path: content}; parent directories are created."""
+        """Write files given as {absolute path: content}, in one archive; parent directories are
+        created. ``modes``: {path: mode} for files whose mode is not ``mode``."""
         if not files:
             return
         buf = io.BytesIO()
@@ -727,7 +729,8 @@ class Sandbox:
                         tar.addfile(info)
                 data = content.encode() if isinstance(content, str) else content
                 info = tarfile.TarInfo(str(p).lstrip("/"))
-                info.size, info.mode, info.uid, info.gid = len(data), mode, uid, gid
+                info.size, info.uid, info.gid = len(data), uid, gid
+                info.mode = modes.get(path, mode) if modes else mode
                 info.mtime = int(time.time())
                 tar.addfile(info, io.BytesIO(data))
         self._put_archive("/", buf.getvalue())

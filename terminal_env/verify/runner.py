@@ -202,11 +202,8 @@ class ProtectedVerifier:
             raise InfraError(f"could not reset /tests and /logs/verifier: {prep.output[-500:]}")
         tests = {f"/tests/{n.lstrip('/')}": _read(src) for n, src in task.verifier_files().items()}
         scripts = {p: d for p, d in tests.items() if p.endswith(".sh")}
-        # Scripts executable, the rest read-only for the tests' own user; all owned by root.
-        sandbox.write_files(scripts, mode=0o755)
-        sandbox.write_files(
-            {**{p: d for p, d in tests.items() if p not in scripts}, **guard.files()}, mode=0o644
-        )
+        # Scripts executable, the rest read-only for the tests' own user; all owned by root; one archive.
+        sandbox.write_files({**tests, **guard.files()}, mode=0o644, modes={p: 0o755 for p in scripts})
         timings["copy_tests"] = time.perf_counter() - t
         key = guard.new_key()
         env = {
