@@ -93,6 +93,9 @@ class ProtectedVerifier:
         self.timeout = timeout or float(getattr(task, "verifier_timeout", 600) or 600)
         self.protected = tuple(getattr(task, "protected_paths", ()) or ()) + tuple(protected_paths)
         self.last_timings: dict[str, float] = {}
+        #: called with each phase's name as it ends (freeze, tamper_check, collect, copy_tests,
+        #: tests, read_back, copy_artifacts): a benchmark's CPU meter reads its counters there
+        self.on_phase: Any = None
         self._names: frozenset[str] | None = None
         self._names_for: str | None = None
 
@@ -129,7 +132,7 @@ class ProtectedVerifier:
         t = time.perf_counter()
         sandbox.check_alive()
         self._sweep(sandbox)
-        timings["freeze"] = time.perf_counter() - t
+        self._phase(timings, "freeze", t)
         changed = _recompute_digest(self.task)
         if changed:
             return VerifierResult.infra_error(changed)
@@ -138,7 +141,7 @@ class ProtectedVerifier:
         if self.mode == "same" or getattr(self.task, "verifier_collect", None):
             t = time.perf_counter()
             tampered = self.tamper_check(sandbox)
-            timings["tamper_check"] = time.perf_counter() - t
+            self._phase(timings, "tamper_check", t)
             if tampered:
                 shown = ", ".join(tampered[:10]) + (" ..." if len(tampered) > 10 else "")
                 return VerifierResult.tampered(
@@ -168,8 +171,13 @@ class ProtectedVerifier:
                          "duration": round(run.duration, 3),
                          "output": (run.stdout + run.stderr).decode("utf-8", "replace")[-1000:]})
         self._sweep(sandbox)  # whatever the commands started must not write after them
-        timings["collect"] = time.perf_counter() - t
+        self._phase(timings, "collect", t)
         return runs
+
+    def _phase(self, timings: dict[str, float], name: str, started: float) -> None:
+        timings[name] = time.perf_counter() - started
+        if self.on_phase is not None:
+            self.on_phase(name)
 
     def _sweep(self, sandbox: Sandbox) -> None:
         """Stop every process but the keeper (see :mod:`terminal_env.sandbox.sweep`): from the
@@ -204,7 +212,7 @@ class ProtectedVerifier:
         scripts = {p: d for p, d in tests.items() if p.endswith(".sh")}
         # Scripts executable, the rest read-only for the tests' own user; all owned by root; one archive.
         sandbox.write_files({**tests, **guard.files()}, mode=0o644, modes={p: 0o755 for p in scripts})
-        timings["copy_tests"] = time.perf_counter() - t
+        self._phase(timings, "copy_tests", t)
         key = guard.new_key()
         env = {
             **{str(k): str(v) for k, v in (getattr(task, "verifier_env", {}) or {}).items()},
@@ -218,7 +226,7 @@ class ProtectedVerifier:
             workdir=getattr(task, "workdir", None) or "/",
             env=env,
         )
-        timings["tests"] = time.perf_counter() - t
+        self._phase(timings, "tests", t)
         t = time.perf_counter()
         self._sweep(sandbox)  # whatever the tests started must not write after them
         files, ignored = _named_by_tests(_read_results(sandbox), self._result_names())
@@ -226,7 +234,7 @@ class ProtectedVerifier:
             guard.read_records(sandbox), key,
             pytest_expected=guard.uses_pytest(scripts),
         )
-        timings["read_back"] = time.perf_counter() - t
+        self._phase(timings, "read_back", t)
         log_tail = (run.stdout + run.stderr).decode("utf-8", "replace")[-2000:]
         if run.timed_out:
             return VerifierResult.timeout(
@@ -308,7 +316,7 @@ class ProtectedVerifier:
                 parent = posixpath.dirname(path.rstrip("/")) or "/"
                 fresh.exec(["mkdir", "-p", parent], user="root", timeout=30)
                 fresh.client.api.put_archive(fresh.id, parent, b"".join(stream))
-            timings["copy_artifacts"] = time.perf_counter() - t
+            self._phase(timings, "copy_artifacts", t)
             return self._run_tests(fresh, timings)
 
     def _disconnect_networks(self, sandbox: Sandbox) -> None:
