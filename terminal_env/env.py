@@ -206,7 +206,7 @@ class TerminalEnv(gym.Env[str, str]):
         if self.task_steps:
             self.verifier = self.prepared.verifier(step=0)
             with engine_errors():
-                between_steps(sandbox, self.task_steps[0], self.task.workdir, self.task.user)
+                between_steps(sandbox, self.task_steps[0], self.task.workdir, self.task.user, first=True)
             header = f"[terminal-env] step 1 of {len(self.task_steps)}: {self.task_steps[0].name}\n\n"
         if self.recorder is not None:
             # attached after start-up: the recording shows the agent's terminal, not our setup
@@ -466,10 +466,17 @@ class TerminalEnv(gym.Env[str, str]):
         self.session.close()
         self._step_index += 1
         self.verifier = self.prepared.verifier(step=self._step_index)
-        with engine_errors():
-            between_steps(self.sandbox, self.task_steps[self._step_index], self.task.workdir, self.task.user)
-            self.sandbox.watch_disk()
-            self.session = self._open_session(self.sandbox)
+        try:
+            with engine_errors():
+                between_steps(self.sandbox, self.task_steps[self._step_index], self.task.workdir, self.task.user)
+                self.sandbox.watch_disk()
+                self.session = self._open_session(self.sandbox)
+        except ConfigError as exc:  # the task's own step could not begin: never the agent's failure
+            self._done = True
+            raise InfraError(f"step {self.task_steps[self._step_index].name} could not begin: {exc}") from None
+        except BaseException:
+            self._done = True
+            raise
         if self.recorder is not None:
             self.session.on_output, self.session.on_input = self.recorder.output, self.recorder.input
         self._t0 = time.monotonic()

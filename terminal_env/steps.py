@@ -9,7 +9,8 @@ and the verification did not fail for the infrastructure's reasons. Between two 
 step's tests), the next step's ``workdir/`` is copied into the working directory and its
 ``setup.sh`` run there, as the agent's user. The episode's verdict (:func:`combine`) follows
 ``multi_step_reward_strategy``: ``mean`` (the default, Harbor's) over the steps that were
-verified, per metric, a missing metric counting 0, or ``final`` (the last verified step's).
+verified, per metric, a missing metric counting 0, or ``final`` (the last verified step's); the
+steps an early end of the episode left unreached count as failed.
 """
 
 from __future__ import annotations
@@ -133,25 +134,26 @@ done"""
 
 
 def _parents(path: str, root: str) -> list[str]:
-    """The directories from ``root`` (itself included) down to ``path``'s parent."""
+    """The directories below ``root`` down to ``path``'s parent (``root`` itself is the image's:
+    a link there may be the image's own, and only root could have put another there)."""
     out = []
     parent = posixpath.dirname(path)
-    while parent.startswith(root) and parent not in out:
+    while parent.startswith(root.rstrip("/") + "/") and parent not in out:
         out.append(parent)
-        if parent == root:
-            break
         parent = posixpath.dirname(parent)
-    return out
+    return [p for p in out if p != (root.rstrip("/") or "/")]
 
 
-def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None) -> None:
-    """Make the sandbox ready for ``step`` after the verifier of the one before: remove what the
-    verifier put there (its tests, results and guard), then copy the step's ``workdir/`` into
-    ``workdir`` and run its ``setup.sh`` there as the agent's ``user``. A failing setup is the
-    task's fault: a :class:`ConfigError` naming the step."""
-    clean = sandbox.exec(["sh", "-c", guard.cleanup_script()], user="root", timeout=60)
-    if clean.exit_code != 0:
-        raise InfraError(f"could not remove the verifier's files before step {step.name!r}: {clean.output[-500:]}")
+def between_steps(sandbox: Any, step: TaskStep, workdir: str, user: str | None, *, first: bool = False) -> None:
+    """Make the sandbox ready for ``step``: after the verifier of the one before (not ``first``),
+    remove what the verifier put there (its tests, results and guard); then copy the step's
+    ``workdir/`` into ``workdir`` and run its ``setup.sh`` there as the agent's ``user``. A failing
+    setup is the task's fault: a :class:`ConfigError` naming the step."""
+    if not first:
+        clean = sandbox.exec(["sh", "-c", guard.cleanup_script()], user="root", timeout=60)
+        if clean.exit_code != 0:
+            raise InfraError(f"could not remove the verifier's files before step {step.name!r}: "
+                             f"{clean.output[-500:]}")
     files = tree_files(step.workdir_dir) if step.workdir_dir is not None else {}
     if not files:
         wait_healthy(sandbox, step.healthcheck, user, f"step {step.name}")

@@ -248,3 +248,26 @@ def test_a_trainer_adapter_plays_the_steps_and_its_record_replays_to_the_same_re
         episode.close()
     assert reward == 0.5 and record.actions[-1] == "#!submit --final"
     assert replay(record) == 0.5
+
+
+def test_a_steps_failing_setup_is_the_tasks_fault_never_the_agents(tmp_path, base_image):
+    from terminal_env.errors import ConfigError, InfraError
+
+    d = copy_task(tmp_path)
+    (d / "steps" / "02-count" / "workdir" / "setup.sh").write_text("#!/bin/bash\necho broken >&2\nexit 3\n")
+    env = TerminalEnv(d, reward="binary")
+    try:
+        env.reset()
+        play(env, [STEP1])
+        with pytest.raises(InfraError, match=r"step 02-count could not begin: .*setup.sh failed \(exit 3\): broken"):
+            env.step("#!submit")  # the agent's episode is masked: a trainer drops it, a runner retries
+    finally:
+        env.close()
+    (d / "steps" / "01-notes" / "workdir").mkdir()
+    (d / "steps" / "01-notes" / "workdir" / "setup.sh").write_text("#!/bin/bash\nexit 4\n")
+    env = TerminalEnv(d, reward="binary")
+    try:
+        with pytest.raises(ConfigError, match=r"step '01-notes'.*setup.sh failed \(exit 4\)"):
+            env.reset()  # the first step's: the episode does not start
+    finally:
+        env.close()
