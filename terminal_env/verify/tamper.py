@@ -1,6 +1,7 @@
 """The tamper check: what the agent changed that the verifier relies on.
 
-The container is diffed against its image (``docker diff``). Files of the image that were changed
+The container is diffed against its image (its overlay layers read on the host,
+:mod:`terminal_env.sandbox.overlay`, else ``docker diff``). Files of the image that were changed
 or deleted under protected trees (interpreters, shells, libraries, the test framework), new modules
 that would shadow pytest or run at interpreter start-up (``sitecustomize``, ``.pth`` with code, a
 new ``pytest11`` plugin entry point, a ``conftest.py`` at ``/``), anything under ``/tests`` or
@@ -23,7 +24,7 @@ from typing import Any, Iterable
 
 import docker.errors
 
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, overlay
 
 # Trees whose files from the image must not be changed or deleted (additions are allowed there:
 # installing a tool is legitimate work, replacing one is not).
@@ -58,7 +59,12 @@ def find_tampering(sandbox: Sandbox, protected: Iterable[str], workdir: str | No
     """Paths whose changes make the episode ``tampered`` (empty: nothing suspicious); ``protected``
     are the task's own protected paths, ``workdir`` the directory the tests run in."""
     own = sandbox.runtime.own_paths()  # the runtime's read-only mounts (gVisor's statx fix)
-    changes = [c for c in sandbox.client.api.diff(sandbox.id) or [] if c["Path"] not in own]
+    # read on the host from the container's layers where possible (fast, and it compares bytes:
+    # the engine's diff missed a file patched in place with its size and time kept), else the engine's
+    found = overlay.changes(sandbox)
+    if found is None:
+        found = sandbox.client.api.diff(sandbox.id) or []
+    changes = [c for c in found if c["Path"] not in own]
     flagged: list[str] = []
     maybe_files: list[str] = []
     pth_files: list[str] = []
