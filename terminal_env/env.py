@@ -291,13 +291,21 @@ class TerminalEnv(gym.Env[str, str]):
             return self._end_step(text, info, terminated, truncated, final)
         if terminated or truncated:
             self._done = True
-            reward, info["verification"] = self._verify()
-            # Infrastructure failures are never the agent's: trainers mask, runners retry.
-            info["masked"] = bool(getattr(info["verification"], "masked", False))
-            if self.artifacts_dir is not None and self.sandbox is not None:
-                info["artifacts"] = self.artifacts = collect_artifacts(
-                    self.sandbox, list(getattr(self.source_task, "trial_artifacts", None) or []),
-                    Path(self.artifacts_dir))
+            reward, verification = self._verify()
+            return self._episode_over(text, info, reward, terminated, truncated, verification)
+        self._last_text = text
+        return fit_text(text, self.config.max_observation_chars), reward, terminated, truncated, info
+
+    def _episode_over(self, text: str, info: dict[str, Any], reward: float, terminated: bool, truncated: bool,
+                      verification: Any):
+        """The last step's return: the verdict, whether to mask it, the artifacts collected."""
+        info["verification"] = verification
+        # Infrastructure failures are never the agent's: trainers mask, runners retry.
+        info["masked"] = bool(getattr(verification, "masked", False))
+        if self.artifacts_dir is not None and self.sandbox is not None:
+            info["artifacts"] = self.artifacts = collect_artifacts(
+                self.sandbox, list(getattr(self.source_task, "trial_artifacts", None) or []),
+                Path(self.artifacts_dir))
         self._last_text = text
         return fit_text(text, self.config.max_observation_chars), reward, terminated, truncated, info
 
@@ -449,14 +457,7 @@ class TerminalEnv(gym.Env[str, str]):
         combined, total = combine(self._step_runs, getattr(self.source_task, "multi_step_reward_strategy", None),
                                   len(self.task_steps), None if last else stopped,
                                   cut_short=final and not last)
-        info["verification"] = combined
-        info["masked"] = combined.masked
-        if self.artifacts_dir is not None and self.sandbox is not None:
-            info["artifacts"] = self.artifacts = collect_artifacts(
-                self.sandbox, list(getattr(self.source_task, "trial_artifacts", None) or []),
-                Path(self.artifacts_dir))
-        self._last_text = text
-        return fit_text(text, self.config.max_observation_chars), total, terminated, truncated, info
+        return self._episode_over(text, info, total, terminated, truncated, combined)
 
     def _next_step(self) -> None:
         """The sandbox as the next step's agent finds it: the verifier's files gone, the step's
