@@ -114,7 +114,8 @@ def _lower(lowers: list[str], rel: str) -> tuple[str, os.stat_result] | None:
 
 def _lower_names(lowers: list[str], rel_dir: str) -> set[str]:
     """What the image has in the directory ``rel_dir``."""
-    if rel_dir and (_lower(lowers, rel_dir) is None or not stat.S_ISDIR(_lower(lowers, rel_dir)[1].st_mode)):
+    found = _lower(lowers, rel_dir) if rel_dir else None
+    if rel_dir and (found is None or not stat.S_ISDIR(found[1].st_mode)):
         return set()
     return {n for n in _listing(lowers, rel_dir) if _lower(lowers, posixpath.join(rel_dir, n) if rel_dir else n)}
 
