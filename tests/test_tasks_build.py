@@ -16,7 +16,7 @@ from terminal_env import Sandbox, SandboxConfig
 from terminal_env.errors import ConfigError, ImageBuildError, ImageNotFoundError
 from terminal_env.sandbox.images import BASE_IMAGE
 from terminal_env.tasks import build_image, image_tag, import_tb1, load_task, plan_build
-from terminal_env.tasks.build import CA_PATH, LABEL_ENV_DIGEST, LABEL_TASK
+from terminal_env.tasks.build import CA_PATH, LABEL_ENV_DIGEST, LABEL_TASK, BuildLog
 from terminal_env.tasks.dockerfile import dockerfile_workdir
 
 TASKS = Path(__file__).parent / "data" / "tasks"
@@ -355,3 +355,22 @@ def test_tb1_fixture_native_and_imported(built, tmp_path):
     image = build_image(imported, built, log=lambda _: None)
     assert run_verifier(built, imported, image, solve=True)[0] == "1"
     assert run_verifier(built, imported, image, solve=False)[0] == "0"
+
+
+def test_a_build_log_sent_a_few_characters_at_a_time_reads_as_whole_lines():
+    # What the engine sent for a failing `curl` in CI: stderr in fragments, each wrapped in colour
+    # codes. Cut into lines per chunk, the tail read "ce", "r", "t", ... and "certificate" was lost.
+    logged: list[str] = []
+    lines = BuildLog(logged.append)
+    lines.feed("Step 3/3 : RUN curl https://files.example.test/x\n ---> Running in 1f27\n")
+    for part in ["curl: (60) SSL ", "ce", "r", "tif", "icate problem: unable to ", "get local issuer",
+                 " certificate\n", "More details here"]:
+        lines.feed(f"\x1b[91m{part}\x1b[0m")
+    assert logged[-1] == "curl: (60) SSL certificate problem: unable to get local issuer certificate"
+    lines.flush()
+    assert list(lines.tail) == ["Step 3/3 : RUN curl https://files.example.test/x", " ---> Running in 1f27",
+                                "curl: (60) SSL certificate problem: unable to get local issuer certificate",
+                                "More details here"]
+    assert logged == list(lines.tail)
+    lines.flush()
+    assert len(logged) == 4

@@ -352,12 +352,43 @@ def _abort(response: Any) -> None:
         pass
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class BuildLog:
+    """The build's log as lines. The engine sends it in chunks that may split a line (a failing
+    RUN's stderr can arrive a few characters at a time, each chunk wrapped in colour codes), so
+    chunks are joined before they are cut into lines; the last lines are kept for the error."""
+
+    def __init__(self, log: Callable[[str], None], keep: int = 0) -> None:
+        self.log = log
+        self.tail: deque[str] = deque(maxlen=keep or TAIL_LINES)
+        self._partial = ""
+
+    def feed(self, chunk: str) -> None:
+        text = (self._partial + _ANSI.sub("", chunk)).replace("\r\n", "\n")
+        *whole, self._partial = text.split("\n")
+        for line in whole:
+            self._add(line)
+
+    def flush(self) -> None:
+        rest, self._partial = self._partial, ""
+        self._add(rest)
+
+    def _add(self, line: str) -> None:
+        if line.strip():
+            self.tail.append(line)
+            self.log(line)
+
+
 def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan, context: Path,
                dockerfile: Path, limit: float, log: Callable[[str], None], no_cache: bool = False,
                proxy: str | None = None) -> None:
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    lines = BuildLog(log)
+    tail = lines.tail
 
     def failure(reason: str) -> ImageBuildError:
+        lines.flush()
         shown = "\n".join(tail) or "(no output)"
         return ImageBuildError(
             f"building the image of task {task.name!r} ({task.path}) {reason}\n"
@@ -399,6 +430,7 @@ def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan
             raise failure(f"timed out after {limit:g} s (the build timeout: [environment] "
                           "build_timeout_sec, or --timeout); the build was cancelled") from None
         if kind == "end":
+            lines.flush()
             break
         if kind == "exc":
             detail = item.explanation if isinstance(item, docker.errors.APIError) else item
@@ -409,11 +441,8 @@ def _run_build(client: docker.DockerClient, task: BuildableTask, plan: BuildPlan
             continue
         if "error" in item:
             raise failure(f"failed: {str(item['error']).strip()}")
-        text = item.get("stream") or item.get("status") or ""
-        for line in str(text).splitlines():
-            if line.strip():
-                tail.append(line)
-                log(line)
+        status = item.get("status")
+        lines.feed(str(item.get("stream") or (f"{status}\n" if status else "")))
         if "aux" in item and isinstance(item["aux"], dict) and item["aux"].get("ID"):
             built = True
     if not built and not image_exists(client, plan.tag):
