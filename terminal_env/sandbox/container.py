@@ -15,6 +15,7 @@ import re
 import secrets
 import select
 import shlex
+import stat
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from .cleanup import LABEL_MANAGED, LABEL_PREFIX
 from .disk import DiskGuard
 from .dockerio import AttachSocket, ExecSocket
 from .engine import get_client, require_runtimes
+from .hostview import HostView
 from .runtimes import Runtime, runtime_of
 from .stack import ServiceStack, StackSpec
 
@@ -750,14 +752,33 @@ class Sandbox:
                 tar.add(src, arcname=os.path.basename(src))
         self._put_archive(dest, buf.getvalue())
 
+    def host_view(self) -> HostView | None:
+        """The container's files as the host can read them (None where it cannot: then the
+        engine's archive API answers); see :mod:`.hostview`. Close it after use."""
+        return HostView.of(self)
+
     def read_file(self, path: str, *, limit: int = 64 * 1024 * 1024) -> bytes:
         """Read one regular file from the container (raises FileNotFoundError if absent)."""
+        view = self.host_view()
+        if view is not None:
+            with view:
+                st = view.lstat(path)
+                if st is None:
+                    raise FileNotFoundError(f"{path} (in sandbox {self.name})")
+                if not stat.S_ISREG(st.st_mode):
+                    raise IsADirectoryError(f"{path} (in sandbox {self.name}) is not a regular file")
+                if st.st_size > limit:
+                    raise SandboxError(f"{path} in the sandbox is {st.st_size} bytes, over {limit}")
+                data = view.read_file(path, limit)
+                if data is None:
+                    raise SandboxError(f"{path} in the sandbox changed while it was read")
+                return data
         try:
-            stream, stat = self.container.get_archive(path)
+            stream, info = self.container.get_archive(path)
         except docker.errors.NotFound:
             raise FileNotFoundError(f"{path} (in sandbox {self.name})") from None
-        if stat.get("size", 0) > limit:
-            raise SandboxError(f"{path} in the sandbox is {stat['size']} bytes, over {limit}")
+        if info.get("size", 0) > limit:
+            raise SandboxError(f"{path} in the sandbox is {info['size']} bytes, over {limit}")
         data = b"".join(stream)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             member = tar.next()
@@ -769,6 +790,13 @@ class Sandbox:
     def read_dir(self, path: str, *, limit: int = 64 * 1024 * 1024) -> dict[str, bytes]:
         """The regular files directly in a directory of the container, by name (links, devices,
         subdirectories and files over ``limit`` bytes are left out); FileNotFoundError if absent."""
+        view = self.host_view()
+        if view is not None:
+            with view:
+                try:
+                    return view.read_dir(path, limit)
+                except FileNotFoundError:
+                    raise FileNotFoundError(f"{path} (in sandbox {self.name})") from None
         try:
             stream, _ = self.container.get_archive(path)
         except docker.errors.NotFound:

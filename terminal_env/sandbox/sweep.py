@@ -170,6 +170,19 @@ def _in_cgroup_of(host_pid: int, container_id: str) -> bool:
         return False
 
 
+def _ns_levels(host_pid: int) -> list[int] | None:
+    """The process's pid in each pid namespace it is in, outermost first (/proc/PID/status
+    NSpid); None if it is gone."""
+    try:
+        with open(f"/proc/{host_pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return [int(x) for x in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _ns_info(host_pid: int) -> tuple[int | None, str | None]:
     """(pid inside the container, state letter) from /proc/PID/status; (None, None) if gone."""
     nspid = state = None

@@ -87,11 +87,15 @@ def new_key() -> str:
 
 
 def prepare_script() -> str:
-    """Shell (run as root by the verifier) that makes the guard's directory fresh."""
+    """Shell (run as root by the verifier) that makes the guard's directory fresh; one ``&&``
+    chain whose status is whether every step of it worked."""
     pth = " ".join(SITE_DIRS)
     return (
         f"rm -rf {GUARD_DIR} && mkdir -p {RECORDS} && chmod 755 {GUARD_DIR} && chmod 1777 {RECORDS} && "
-        f"for d in {pth}; do [ -d \"$d\" ] && echo {GUARD_DIR} > \"$d/zz-terminal-env-guard.pth\"; done; true"
+        # a site directory that cannot take the .pth is left as before: a guard that did not
+        # load is found out by its missing records
+        f"for d in {pth}; do if [ -d \"$d\" ]; then echo {GUARD_DIR} > \"$d/zz-terminal-env-guard.pth\" "
+        f"|| true; fi; done"
     )
 
 

@@ -8,8 +8,9 @@ new ``pytest11`` plugin entry point, a ``conftest.py`` at ``/``), anything under
 ``/logs/verifier``, any change to the loader's configuration, a program or library added under the
 name of one found elsewhere on its search path, a Python module found before the real one, and any
 change under the task's own protected paths are flagged. Nothing runs in the container for this:
-the engine is asked (``docker diff``, file stats and reads through the archive API), so a replaced
-``/bin/sh`` or ``grep`` is never asked whether it was replaced.
+the host reads its files (its layers, and its root through its PID 1, never following a link out
+of it), or else the engine is asked (``docker diff``, file stats and reads through the archive
+API), so a replaced ``/bin/sh`` or ``grep`` is never asked whether it was replaced.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import io
 import json
 import posixpath
 import re
+import stat
 import tarfile
 from typing import Any, Iterable
 
@@ -99,31 +101,56 @@ def find_tampering(sandbox: Sandbox, protected: Iterable[str], workdir: str | No
     # Everything below asks the engine (no exec: a changed /bin/sh or grep must not be the
     # one that says whether it was changed).
     look = _Stat(sandbox)
-    flagged += [p for p in maybe_files if not look.is_dir(p)]
-    for path in pth_files:
-        base = posixpath.basename(path)
-        if base == "entry_points.txt":
-            if _registers_pytest_plugin(look.read(path)):
+    try:
+        flagged += [p for p in maybe_files if not look.is_dir(p)]
+        for path in pth_files:
+            base = posixpath.basename(path)
+            if base == "entry_points.txt":
+                if _registers_pytest_plugin(look.read(path)):
+                    flagged.append(path)
+            elif base != "distutils-precedence.pth" and _pth_runs_code(look.read(path)):
                 flagged.append(path)
-        elif base != "distutils-precedence.pth" and _pth_runs_code(look.read(path)):
-            flagged.append(path)
-    path_dirs = set(DEFAULT_PATH.split(":")) | set(LIBRARY_DIRS)
-    if any(posixpath.dirname(p) in path_dirs for p in added):  # the engine reports real paths
-        flagged += _shadowing(look, added, _container_path(sandbox))
-    flagged += _python_shadowing(look, added, workdir or "/")
+        path_dirs = set(DEFAULT_PATH.split(":")) | set(LIBRARY_DIRS)
+        if any(posixpath.dirname(p) in path_dirs for p in added):  # the engine reports real paths
+            flagged += _shadowing(look, added, _container_path(sandbox))
+        flagged += _python_shadowing(look, added, workdir or "/")
+    finally:
+        look.close()
     return sorted(set(flagged))
 
 
 class _Stat:
-    """Questions about files in the container, answered by the engine (``HEAD .../archive``)."""
+    """Questions about files in the container, answered from the host where it can read them
+    (:mod:`terminal_env.sandbox.hostview`: ~40 engine calls an episode saved), else by the engine
+    (``HEAD .../archive``)."""
 
     DIR, LINK = 1 << 31, 1 << 27  # Go's os.FileMode bits in the engine's answer
 
     def __init__(self, sandbox: Sandbox):
         self.sandbox = sandbox
         self._cache: dict[str, dict[str, Any] | None] = {}
+        view = getattr(sandbox, "host_view", None)
+        self.view = view() if view is not None else None
+
+    def close(self) -> None:
+        if self.view is not None:
+            self.view.close()
+
+    def _host_stat(self, path: str) -> dict[str, Any] | None:
+        try:
+            st = self.view.lstat(path)
+            if st is None:
+                return None
+            if stat.S_ISLNK(st.st_mode):
+                # the engine reports where the link leads, every link on the way resolved
+                return {"mode": self.LINK, "linkTarget": self.view.realpath(path)}
+        except OSError:
+            return None  # a link loop: nothing to be found there, as the engine answers
+        return {"mode": self.DIR if stat.S_ISDIR(st.st_mode) else 0}
 
     def stat(self, path: str) -> dict[str, Any] | None:
+        if path not in self._cache and self.view is not None:
+            self._cache[path] = self._host_stat(path)
         if path not in self._cache:
             api = self.sandbox.client.api
             res = api.head(api._url("/containers/{0}/archive", self.sandbox.id), params={"path": path})
@@ -152,6 +179,11 @@ class _Stat:
         return path
 
     def read(self, path: str, limit: int = 1 << 20) -> bytes:
+        if self.view is not None:
+            try:
+                return self.view.read_file(path, limit) or b""
+            except OSError:
+                return b""
         try:
             stream, _ = self.sandbox.container.get_archive(path)
             data = b"".join(stream)
