@@ -5,7 +5,8 @@ Usage: python benchmarks/step_latency.py [--n 200] [--out FILE]
 One process, ONE container (the env's own sandbox: same image, CPU limit and engine for every
 variant). One JSON document goes to stdout (and to --out); progress goes to stderr.
 
-* ours: ``env.step("true")`` n times. ``true`` does nothing, so the whole step is overhead:
+* ours: ``env.step("true")`` n times, and alternating with it the raw pexpect round trip on the
+  same PTY and shell (`true` sent, read until the prompt line ends: the floor of a step). ``true`` does nothing, so the whole step is overhead:
   typing a line into the persistent PTY, bash running it, the PROMPT_COMMAND sentinel coming
   back, the env's bookkeeping. Also ``env.step("seq 100000")`` (~690 KB through the PTY) and
   keystroke round trips (see ``notes`` in the output for exactly what each one measures).
@@ -67,6 +68,53 @@ def bench(label: str, fn: Callable[[], object], n: int, warmup: int = 3,
     return out
 
 
+def raw_round_trip(env: TerminalEnv) -> Callable[[], bytes]:
+    """The floor of one step on this very shell: `true` typed with pexpect's send on the
+    session's own PTY, then pexpect's reads until the prompt line's end (the same bash, the
+    same PROMPT_COMMAND, nothing parsed, nothing recorded)."""
+    proc = env.session._proc
+
+    def trip() -> bytes:
+        proc.send(b"true\n")
+        buf = b""
+        while b"\x1f\r\n" not in buf:
+            buf += proc.read_nonblocking(65536, timeout=5)
+        return buf
+
+    return trip
+
+
+def against_raw(label: str, env: TerminalEnv, n: int, rounds: int = 5) -> dict:
+    """env.step('true') and the raw round trip, alternating in ``rounds`` blocks (outside load
+    falls on both alike); medians of each, their ratio, and the ratio within each block."""
+    raw, ok = raw_round_trip(env), (lambda r: r[4].get("exit_code") == 0)
+    per = max(n // rounds, 1)
+    steps, raws, ratios = [], [], []
+    for _ in range(20):
+        raw()
+        env.step("true")
+    for _ in range(rounds):
+        a, b = [], []
+        for _ in range(per):
+            t0 = time.perf_counter()
+            raw()
+            b.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            r = env.step("true")
+            a.append(time.perf_counter() - t0)
+            if not ok(r):
+                raise RuntimeError(f"{label}: unexpected result {r!r:.300}")
+        steps += a
+        raws += b
+        ratios.append(_common.quantile(a, 0.5) / _common.quantile(b, 0.5))
+    out = {"step_true": stats(steps), "raw_pexpect_true": stats(raws)}
+    out["ratio_of_medians"] = round(out["step_true"]["median_ms"] / out["raw_pexpect_true"]["median_ms"], 3)
+    out["ratio_per_round"] = [round(x, 3) for x in ratios]
+    log(f"{label}: env.step('true') {out['step_true']['median_ms']:.3f} ms, raw pexpect "
+        f"{out['raw_pexpect_true']['median_ms']:.3f} ms: {out['ratio_of_medians']}x (rounds {out['ratio_per_round']})")
+    return out
+
+
 def by_runtime(name: str, n: int, n_seq: int) -> dict:
     """env.step latency and a cold reset with the sandbox under the OCI runtime ``name``."""
     from terminal_env.errors import ConfigError
@@ -86,6 +134,7 @@ def by_runtime(name: str, n: int, n_seq: int) -> dict:
         out: dict = {"available": True, "reset_s": round(time.perf_counter() - t0, 3)}
         ok = lambda r: r[4].get("exit_code") == 0  # noqa: E731
         out["true"] = bench(f"[{name}] env.step('true')", lambda: env.step("true"), n, 10, ok)
+        out["against_raw_pexpect"] = against_raw(f"[{name}]", env, n)
         out["seq_100000"] = bench(
             f"[{name}] env.step('seq 100000')", lambda: env.step("seq 100000"), n_seq, 2,
             lambda r: ok(r) and r[4]["output_bytes"] >= SEQ_BYTES)
@@ -126,6 +175,7 @@ def main() -> int:
         # ---------------------------------------------------------------- ours
         ok = lambda r: r[4].get("exit_code") == 0  # noqa: E731
         ours = {"true": bench("env.step('true')", lambda: env.step("true"), n, 10, ok)}
+        ours["against_raw_pexpect"] = against_raw("same PTY", env, n)
         ours["seq_100000"] = bench(
             "env.step('seq 100000')", lambda: env.step("seq 100000"), n_seq, 2,
             lambda r: ok(r) and r[4]["output_bytes"] >= SEQ_BYTES)
@@ -241,6 +291,10 @@ def main() -> int:
             "speedup_vs_tmux_sdk": round(base_b["sdk_true"]["median_ms"] / med, 1),
             "target_overhead_le_2ms": med <= 2.0,
             "target_speedup_ge_30x": base_a["true"]["median_ms"] / med >= 30,
+            "step_over_raw_pexpect": ours["against_raw_pexpect"]["ratio_of_medians"],
+            "target_step_le_1_5x_raw_pexpect_runc": (
+                runtimes.get("runc", {}).get("against_raw_pexpect", ours["against_raw_pexpect"])
+                ["ratio_of_medians"] <= 1.5),
         },
         "metadata": {
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -261,6 +315,10 @@ def main() -> int:
         "notes": [
             "ms, time.perf_counter() around one call, after warm-ups, all on the same container "
             "one variant after another; p99 is interpolated (~max for n <= 20).",
+            "against_raw_pexpect: env.step('true') and, alternating with it in blocks, the raw "
+            "pexpect round trip on the same PTY and shell (send 'true', read until the prompt "
+            "line's end; nothing parsed): the floor of a step through this shell (issue #39: "
+            "at most 1.5x under runc).",
             "ours.true = env.step('true'): the whole step is overhead. session_run_true is the "
             "same without the env layer (action parsing, info dict, observation fitting).",
             "ours.seq_100000 keeps only a head+tail of the output (max_output_chars) for the "

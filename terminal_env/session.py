@@ -126,6 +126,7 @@ class ShellSession:
         self.shell_pid: int | None = None
         self.busy = False
         self.restarts = 0
+        self._ooms_seen: int | None = None  # the sandbox's OOM kills after the last action
         self._proc: fdpexpect.fdspawn | None = None
         self._sock: ExecSocket | None = None
         self._exec_id: str | None = None
@@ -399,8 +400,11 @@ class ShellSession:
     # ------------------------------------------------------------------ internals
     def _counters(self) -> tuple[int, int | None]:
         guard = getattr(self.sandbox, "disk", None)
-        ooms = getattr(self.sandbox, "oom_kills", None)
-        return (guard.trips if guard is not None else 0), (ooms() if ooms is not None else None)
+        ooms = self._ooms_seen  # as read after the last action: one read of the cgroup a step
+        if ooms is None:
+            read = getattr(self.sandbox, "oom_kills", None)
+            ooms = read() if read is not None else None
+        return (guard.trips if guard is not None else 0), ooms
 
     def _after_action(self, out: StepOutput, before: tuple[int, int | None]) -> StepOutput:
         """After an action: say so if the kernel killed a process for want of memory, and check
@@ -408,7 +412,7 @@ class ShellSession:
         say so if the agent's processes were killed for it."""
         trips, ooms = before
         if ooms is not None:
-            now = self.sandbox.oom_kills()
+            now = self._ooms_seen = self.sandbox.oom_kills()
             if now is not None and now > ooms:
                 limit = getattr(getattr(self.sandbox, "config", None), "memory_mb", None)
                 out.notes.append(

@@ -524,13 +524,17 @@ class Sandbox:
         for path in (known,) if known else cgroup_files(
             self.container.id, "memory", "memory.oom_control", "memory.events"
         ):
-            try:
-                with open(path) as fh:
-                    for line in fh:
-                        name, _, value = line.partition(" ")
-                        if name == "oom_kill":
-                            self._oom_file = path
-                            return int(value)
+            try:  # read on every action: os-level, without a Python file object
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    text = os.read(fd, 8192)
+                finally:
+                    os.close(fd)
+                for line in text.splitlines():
+                    name, _, value = line.partition(b" ")
+                    if name == b"oom_kill":
+                        self._oom_file = path
+                        return int(value)
             except (OSError, ValueError):
                 continue
         return None
