@@ -4,8 +4,10 @@ Usage: python benchmarks/verify_overhead.py [--n 10] [--task DIR] [--runtimes ru
 
 For each of n oracle episodes of a small task (default: the test fixture `word-stats`), the
 protected verifier's phases are timed: freezing the agent's processes, the tamper check
-(`docker diff` against the image), resetting and copying the tests, the tests themselves, and
-reading the results back. Overhead = total verification time - the tests' own run time.
+(the container's layers read on the host, or `docker diff` where that cannot be done), copying
+the tests in, the tests themselves (their exec first moves them into place), and reading the
+results back. Overhead = total verification time - the tests' phase; and, charging everything,
+the verification's median - the unprotected baseline's median.
 Baseline, measured in the same run on a fresh container of the same image: `docker exec` of the
 same test command with the tests already in place (the cheapest possible unprotected verifier),
 whose own cost beyond an empty exec is the floor any verifier pays.
@@ -14,7 +16,8 @@ Everything is measured under each OCI runtime of ``--runtimes`` that the engine 
 ``runsc`` freezes from inside the sandbox; see terminal_env/sandbox/runtimes.py), one after the
 other in the same run; an absent runtime is reported as unavailable.
 
-Target: overhead under 1.5 s per episode (under runc). Prints one JSON document on stdout.
+Target (issue #39): overhead at most 0.3 s per episode under runc, by both measures.
+Prints one JSON document on stdout.
 """
 
 from __future__ import annotations
@@ -83,7 +86,14 @@ def measure(task, n: int, runtime: str) -> dict:
         "overhead_beyond_tests": summary(overhead),
         "baseline_unprotected_exec_of_tests": summary(base_total),
         "baseline_empty_exec": summary(base_empty),
-        "target_overhead_lt_1_5_s": statistics.median(overhead) < 1.5,
+        # The tests' exec also moves them into place first (a few ms of rm/mv/mkdir), so the
+        # phase-based overhead leaves that out; the second measure charges it: the protected
+        # verification's median against the unprotected exec of the same tests.
+        "overhead_beyond_unprotected_s": round(
+            statistics.median(phases["total"]) - statistics.median(base_total), 4),
+        "target_overhead_le_0_3_s": max(
+            statistics.median(overhead),
+            statistics.median(phases["total"]) - statistics.median(base_total)) <= 0.3,
     }
 
 

@@ -39,6 +39,7 @@ from .keys import encode_keys
 from .prepare import prepare_task
 from .rewards import get_reward
 from .sandbox import FirstShellMode, Sandbox, default_first_shell
+from .sandbox.cleanup import remove_later
 from .sandbox.engine import engine_errors
 from .scale.warm import Ready
 from .steps import between_steps, combine, min_reward_failure, wait_healthy
@@ -182,6 +183,7 @@ class TerminalEnv(gym.Env[str, str]):
         self._agent_death: str | None = None  # why the agent's doing stopped the sandbox
         self._step_index = 0
         self._step_runs: list[Any] = []
+        self._removing: list[Any] = []  # removals of earlier episodes' sandboxes under way
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -191,7 +193,7 @@ class TerminalEnv(gym.Env[str, str]):
             self._use(options.pop("task"))
         if options:
             raise ConfigError(f"unknown reset options {sorted(options)}; supported: ['task']")
-        self._teardown()
+        self._teardown(background=True)
         self.artifacts = []
         t0 = time.perf_counter()
         with engine_errors():
@@ -552,7 +554,9 @@ class TerminalEnv(gym.Env[str, str]):
             return float(self.reward_fn(result)), result
         return float(getattr(result, "reward", 0.0) or 0.0), result
 
-    def _teardown(self) -> None:
+    def _teardown(self, background: bool = False) -> None:
+        """End the sandbox of the last episode. ``background`` (a reset): its removal runs on a
+        background thread, off the next episode's critical path; close() waits for those."""
         if self.pool is not None and self.sandbox is not None and self.session is not None:
             self.pool.release(Ready(self.sandbox, self.session))  # removed in the background
             self.sandbox = self.session = None
@@ -561,8 +565,16 @@ class TerminalEnv(gym.Env[str, str]):
             self.session = None
         if self.sandbox is not None:
             sandbox, self.sandbox = self.sandbox, None
-            try:
-                sandbox.remove()
-            except InfraError as exc:  # the engine is gone: close() must still close
-                log.warning("%s", exc)
+            if background:
+                self._removing = [f for f in getattr(self, "_removing", []) if not f.done()]
+                self._removing.append(remove_later(sandbox))
+            else:
+                try:
+                    sandbox.remove()
+                except InfraError as exc:  # the engine is gone: close() must still close
+                    log.warning("%s", exc)
+        if not background:
+            for pending in getattr(self, "_removing", []):
+                pending.result()  # logs its own failure
+            self._removing = []
         self._done = True

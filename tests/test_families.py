@@ -250,6 +250,51 @@ def test_a_change_ticket_never_changes_one_record_twice():
     assert clashes == []
 
 
+def test_a_spec_cli_program_that_prints_nothing_earns_nothing_anywhere(tmp_path, monkeypatch):
+    """spec-cli: the full gate found two instances where a program printing nothing scored 0.38
+    (a journal of reads only, so an empty report; a `status` sequence with no limit ever set, so
+    `status` never printed). In every shipped instance, now: the journal's report has lines, and
+    each subcommand's hidden sequence has that subcommand print something at least once."""
+    import importlib
+    import sys
+
+    family = FAMILIES["spec-cli"]
+    empty = []
+    for i in range(60):  # the shipped generation: 60 instances of seed 0
+        inst = family.instance(0, i)
+        box = tmp_path / str(i)
+        box.mkdir()
+        (box / "h4_cli.py").write_text(inst.test_files["h4_cli.py"])
+        (box / "journal.json").write_text(inst.test_files["journal.json"])
+        (box / "t_outputs.py").write_text(inst.tests)
+        monkeypatch.syspath_prepend(str(box))
+        for mod in ("h4_cli", "t_outputs"):
+            sys.modules.pop(mod, None)
+        tests = importlib.import_module("t_outputs")
+        st: dict = {}
+        for line in json.loads(inst.test_files["journal.json"]):
+            tests.apply(tests.TOOL, st, line.split())
+        report = re.search(r"code, out = apply\(TOOL, st, (.+?)\.split\(\)\)", inst.tests).group(1)
+        if not tests.apply(tests.TOOL, st, ast_literal(report).split())[1].strip():
+            empty.append((i, "journal report"))
+        for sub in tests.SUBS:
+            import random
+
+            st = {}
+            outs = [(argv[0], *tests.apply(tests.TOOL, st, argv)) for argv in
+                    tests.focused(random.Random(sum(map(ord, sub))), sub)]
+            if not any(name == sub and code == 0 and out for name, code, out in outs):
+                empty.append((i, sub))
+        sys.path.remove(str(box))
+    assert empty == []
+
+
+def ast_literal(text: str):
+    import ast
+
+    return ast.literal_eval(text)
+
+
 @pytest.mark.docker
 def test_a_panel_journal_with_an_edited_state_earns_nothing(tmp_path, base_image):
     """ia-control-panel: the journal's seal covers its commands, not the state it records. The full

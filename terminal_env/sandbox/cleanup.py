@@ -123,6 +123,31 @@ def unregister(sandbox: "Sandbox") -> None:
         _live.pop(id(sandbox), None)
 
 
+_remover: Any = None
+
+
+def remove_later(sandbox: "Sandbox") -> Any:
+    """Remove ``sandbox`` on a background thread (a removal is ~50 ms of the engine's time the
+    caller need not wait for); returns the future. It stays registered until its removal
+    starts, so an exit meanwhile still removes it; the interpreter waits for removals under way."""
+    global _remover
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _lock:
+        if _remover is None:
+            _remover = ThreadPoolExecutor(max_workers=2, thread_name_prefix="terminal-env-remove")
+        return _remover.submit(_remove_quietly, sandbox)
+
+
+def _remove_quietly(sandbox: "Sandbox") -> None:
+    try:
+        sandbox.remove()
+    except Exception as exc:  # noqa: BLE001 - a background removal has no caller to raise to
+        import logging
+
+        logging.getLogger(__name__).warning("removing sandbox %s failed: %s", sandbox.name, exc)
+
+
 def live_count() -> int:
     with _lock:
         return len(_live)
