@@ -139,6 +139,14 @@ def remove_later(sandbox: "Sandbox") -> Any:
         return _remover.submit(_remove_quietly, sandbox)
 
 
+def _forget_remover() -> None:
+    global _remover
+    _remover = None  # a forked child has none of its parent's threads: it starts its own
+
+
+os.register_at_fork(after_in_child=_forget_remover)
+
+
 def _remove_quietly(sandbox: "Sandbox") -> None:
     try:
         sandbox.remove()
