@@ -214,7 +214,8 @@ class ProtectedVerifier:
         sandbox.write_files(staged, mode=0o644, modes={f"{stage}{p}": 0o755 for p in scripts})
         self._phase(timings, "copy_tests", t)
         prepare = " && ".join([
-            f"rm -rf /tests /logs/verifier && mv {stage}/tests /tests && mkdir -p /logs/verifier",
+            f"rm -rf /tests /logs/verifier && mkdir -p {stage}/tests && mv {stage}/tests /tests && "
+            "mkdir -p /logs/verifier",
             guard.prepare_script(),
             *(f"mv {shlex.quote(stage + p)} {shlex.quote(p)}" for p in guard.files()),
             f"rm -rf {stage}",
