@@ -51,6 +51,17 @@ SOLVE = "printf 'import sys\\nprint(sum(int(a) for a in sys.argv[1:]))\\n' > /ap
 
 
 # ---------------------------------------------------------------------------- throughput
+def run_threads(worker, n: int) -> tuple[float, float]:
+    """``worker(i)`` on ``n`` threads at once: (wall seconds, the machine's CPU-seconds)."""
+    t0, cpu0 = time.perf_counter(), machine_seconds()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, machine_seconds() - cpu0
+
+
 def play(envs: int, steps: int, episodes: int, warm: int, run_id: str) -> dict:
     client = get_client()
     step_lat: list[float] = []
@@ -91,13 +102,7 @@ def play(envs: int, steps: int, episodes: int, warm: int, run_id: str) -> dict:
             env.close()
 
     TerminalEnv(TASK, client=client).close()  # build the task image outside the timing
-    t0, cpu0 = time.perf_counter(), machine_seconds()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(envs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall, cpu = time.perf_counter() - t0, machine_seconds() - cpu0
+    wall, cpu = run_threads(worker, envs)
     if pool is not None:
         pool.close()
     n = envs * episodes
@@ -147,13 +152,7 @@ def floor(envs: int, episodes: int) -> dict:
                 if c is not None:
                     c.remove(force=True)
 
-    t0, cpu0 = time.perf_counter(), machine_seconds()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(envs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall, cpu = time.perf_counter() - t0, machine_seconds() - cpu0
+    wall, cpu = run_threads(worker, envs)
     n = envs * episodes
     return {"envs": envs, "episodes": n, "wall_s": round(wall, 2),
             "episodes_per_minute": round(60 * (n - len(errors)) / wall, 1),
