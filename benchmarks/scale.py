@@ -153,6 +153,9 @@ def floor(envs: int, episodes: int) -> dict:
                     c.remove(force=True)
 
     wall, cpu = run_threads(worker, envs)
+    # a create that failed on the client's side may still have made its container
+    for left in client.containers.list(all=True, filters={"label": "terminal-env.run=bench-floor"}):
+        left.remove(force=True)
     n = envs * episodes
     return {"envs": envs, "episodes": n, "wall_s": round(wall, 2),
             "episodes_per_minute": round(60 * (n - len(errors)) / wall, 1),

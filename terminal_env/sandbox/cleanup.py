@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InfraError
@@ -131,8 +133,6 @@ def remove_later(sandbox: "Sandbox") -> Any:
     caller need not wait for); returns the future. It stays registered until its removal
     starts, so an exit meanwhile still removes it; the interpreter waits for removals under way."""
     global _remover
-    from concurrent.futures import ThreadPoolExecutor
-
     with _lock:
         if _remover is None:
             _remover = ThreadPoolExecutor(max_workers=2, thread_name_prefix="terminal-env-remove")
@@ -151,8 +151,6 @@ def _remove_quietly(sandbox: "Sandbox") -> None:
     try:
         sandbox.remove()
     except Exception as exc:  # noqa: BLE001 - a background removal has no caller to raise to
-        import logging
-
         logging.getLogger(__name__).warning("removing sandbox %s failed: %s", sandbox.name, exc)
 
 
