@@ -78,15 +78,6 @@ class HostView:
         finally:
             os.close(parent)
 
-    def readlink(self, path: str) -> str:
-        parent, name = self._parent(path)
-        try:
-            if name is None:
-                raise OSError(errno.EINVAL, "not a link", path)
-            return os.readlink(name, dir_fd=parent)
-        finally:
-            os.close(parent)
-
     def read_file(self, path: str, limit: int) -> bytes | None:
         """A regular file's bytes (None: not a regular file, or over ``limit`` bytes);
         FileNotFoundError when nothing is there."""
